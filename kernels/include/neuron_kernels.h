@@ -1,0 +1,93 @@
+/*
+ * neuron_kernels.h — the virtual NeuronCore's engines (C11, no PyTorch).
+ *
+ * A kernel is launched as an nrt_task (see neuron_runtime.h): the task's
+ * `kernel` is one of the ids below, its operands are strided descriptors
+ * (strides in BYTES, data already offset), and its params hold the kernel's
+ * own struct from this header.  nk_register_kernels() tells the runtime how
+ * to execute every id.
+ *
+ * Operand conventions shared by every kernel:
+ *   - operands[0] is the output (written), the rest are inputs, unless a
+ *     kernel says otherwise;
+ *   - elementwise kernels take operands that all have the same ndim and
+ *     sizes (the iteration shape, as ATen's TensorIterator gives it); a
+ *     broadcast input has stride 0 in the broadcast dims;
+ *   - each operand has its own dtype: inputs are converted on load and the
+ *     result on store, so mixed-dtype ops need no temporary copies;
+ *   - float16/bfloat16 are computed in float32 and rounded to nearest even
+ *     on store, as PyTorch's CPU does; float->int conversion truncates like
+ *     a C cast (values out of range are implementation-defined in PyTorch
+ *     too, but never undefined behaviour here); any -> bool is (x != 0).
+ *   - 0-size operands launch no work; ndim == 0 is one element.
+ *
+ * CPU features are detected once at run time (AVX-512F / AVX2+FMA /
+ * portable C) and each kernel picks its variant from nk_cpu_isa().
+ */
+#ifndef NEURON_KERNELS_H
+#define NEURON_KERNELS_H
+
+#include "neuron_runtime.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum nk_kernel_id {
+  NK_KERNEL_COPY = NRT_KERNEL_FIRST_USER, /* out <- cast(in)              */
+  NK_KERNEL_FILL,                         /* out <- value                 */
+  NK_KERNEL_ARANGE,  /* out (1-d) [i] <- start + i * step                 */
+  NK_KERNEL_LINSPACE, /* out (1-d) evenly spaced, PyTorch's formula       */
+  NK_KERNEL_BINARY,   /* out <- op(a, b)                                  */
+  NK_KERNEL_END
+} nk_kernel_id;
+
+/* A scalar in both forms: floating dtypes read f, integral and bool read i.
+ * The launcher fills both (i exact for int64 values). */
+typedef struct nk_scalar {
+  double f;
+  int64_t i;
+} nk_scalar;
+
+typedef struct nk_fill_params {
+  nk_scalar value;
+} nk_fill_params;
+
+typedef struct nk_arange_params {
+  nk_scalar start, step;
+} nk_arange_params;
+
+/* step = (end - start) / (steps - 1); the first half counts up from start,
+ * the second half down from end, exactly as ATen's CPU linspace. */
+typedef struct nk_linspace_params {
+  double start, end;
+  int64_t steps;
+} nk_linspace_params;
+
+typedef enum nk_binary_op {
+  NK_BINARY_ADD = 0, /* a + alpha * b */
+  NK_BINARY_SUB,     /* a - alpha * b */
+  NK_BINARY_MUL,
+  NK_BINARY_DIV,     /* true division */
+  NK_BINARY_OP_COUNT
+} nk_binary_op;
+
+/* operands: [0] out, [1] a, [2] b.  compute is the nrt_dtype the math is
+ * done in (ATen's common dtype; float16/bfloat16 compute in float32). */
+typedef struct nk_binary_params {
+  int32_t op;      /* nk_binary_op */
+  int32_t compute; /* nrt_dtype    */
+  nk_scalar alpha;
+} nk_binary_params;
+
+typedef enum nk_isa { NK_ISA_PORTABLE = 0, NK_ISA_AVX2, NK_ISA_AVX512 } nk_isa;
+nk_isa nk_cpu_isa(void);               /* detected once; TORCHNEURON_ISA=portable|avx2|avx512 caps it */
+const char *nk_isa_name(nk_isa isa);
+
+/* Registers every kernel id above with the runtime.  Idempotent. */
+nrt_status nk_register_kernels(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* NEURON_KERNELS_H */

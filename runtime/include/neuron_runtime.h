@@ -1,0 +1,341 @@
+/*
+ * neuron_runtime.h — the virtual NeuronCore runtime (C11, no PyTorch).
+ *
+ * One header teaches the whole API.  The virtual device behaves like an
+ * accelerator that happens to execute on the host CPU:
+ *
+ *   devices   N devices, each with its own HBM arena of fixed capacity.
+ *   memory    a caching allocator over the arena: size classes, block
+ *             splitting and merging, stream-ordered reuse, statistics,
+ *             out-of-memory reported as a status (never an abort).
+ *   streams   ordered work queues.  Each stream has a worker thread that
+ *             executes its tasks in order while the host runs ahead.
+ *   tasks     work is a *descriptor*: kernel id, operand descriptors,
+ *             parameter bytes and a name.  Not an opaque closure, so a
+ *             later pass can inspect the pending window (adaptive eager
+ *             fusion) and the tracer can name every task.
+ *   events    record on a stream, make another stream wait, query,
+ *             synchronize, elapsed time.
+ *   copies    host<->device<->device, asynchronous on a stream.  Like CUDA,
+ *             a copy from/to pageable host memory completes before the call
+ *             returns; only pinned host memory gives a truly async copy.
+ *   compute   one host-wide thread pool that kernels split work across.
+ *   errors    a failing kernel records its error (with the task's name) on
+ *             its stream; the next synchronizing call on that stream (or the
+ *             device) returns it and clears it.  The process keeps working.
+ *   tracing   when enabled, every task records device, stream, name and its
+ *             enqueue/start/end times into a bounded ring that can be drained.
+ *
+ * Conventions
+ *   - Every fallible call returns nrt_status; NRT_SUCCESS is 0.  On failure
+ *     nrt_last_error() gives a human-readable message for the calling host
+ *     thread (valid until that thread's next failing call).
+ *   - Names are prefix_noun_verb.  Handles are opaque.
+ *   - Operand strides are in BYTES (like ggml's nb and ATen's TensorIterator);
+ *     data pointers already include the storage offset.
+ *   - All functions are thread-safe unless stated otherwise.
+ *
+ * Environment (read once, at nrt_init; a malformed value makes nrt_init fail
+ * with NRT_ERROR_INVALID_CONFIG and a message naming the variable):
+ *   TORCHNEURON_DEVICE_COUNT   number of devices, 1..64          (default 2)
+ *   TORCHNEURON_HBM_SIZE       HBM per device, bytes with optional K/M/G/T
+ *                              suffix (powers of 1024), >= 64M   (default 16G)
+ *   TORCHNEURON_NUM_THREADS    compute pool threads, 1..1024     (default: cores)
+ *   TORCHNEURON_LAUNCH_BLOCKING=1  every launch waits for its task and
+ *                              returns that task's error directly
+ *   TORCHNEURON_TRACE_CAPACITY trace ring entries, >= 16         (default 65536)
+ * HBM is reserved address space; pages are committed when first touched and
+ * returned to the OS by nrt_mem_empty_cache, so a large default costs nothing.
+ */
+#ifndef NEURON_RUNTIME_H
+#define NEURON_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+#define NRT_ALIGNAS(n) alignas(n)
+extern "C" {
+#else
+#define NRT_ALIGNAS(n) _Alignas(n)
+#endif
+
+/* ------------------------------------------------------------------ status */
+
+typedef enum nrt_status {
+  NRT_SUCCESS = 0,
+  NRT_ERROR_INVALID_ARGUMENT, /* null handle, bad size, bad flag          */
+  NRT_ERROR_INVALID_DEVICE,   /* device index out of range                */
+  NRT_ERROR_INVALID_CONFIG,   /* malformed TORCHNEURON_* variable          */
+  NRT_ERROR_OUT_OF_MEMORY,    /* HBM capacity exhausted (after retry)      */
+  NRT_ERROR_NOT_READY,        /* query: work still pending (not an error)  */
+  NRT_ERROR_KERNEL_FAILED,    /* an earlier task on the stream failed      */
+  NRT_ERROR_UNKNOWN_KERNEL,   /* task names a kernel id nobody registered  */
+  NRT_ERROR_INTERNAL          /* OS call failed (mmap, pthread, ...)       */
+} nrt_status;
+
+const char *nrt_status_name(nrt_status s); /* "NRT_ERROR_OUT_OF_MEMORY" */
+const char *nrt_last_error(void);          /* calling thread's message   */
+
+/* ------------------------------------------------------------------ init */
+
+/* Idempotent; every other call initialises lazily, but only nrt_init reports
+ * a configuration error with its message.  Safe to call from many threads. */
+nrt_status nrt_init(void);
+
+/* --------------------------------------------------------------- devices */
+
+#define NRT_MAX_DEVICES 64
+
+typedef struct nrt_device_props {
+  char name[64];          /* "Virtual NeuronCore v1"                      */
+  uint64_t hbm_bytes;     /* capacity of the device arena                  */
+  uint64_t sbuf_bytes;    /* scratchpad per executing thread               */
+  int compute_threads;    /* size of the compute pool                      */
+  int major, minor;       /* "compute capability" of the virtual core      */
+} nrt_device_props;
+
+nrt_status nrt_device_count(int *count);
+nrt_status nrt_device_props_get(int device, nrt_device_props *props);
+/* The current device is per host thread, initially 0. */
+nrt_status nrt_device_current_set(int device);
+nrt_status nrt_device_current_get(int *device);
+/* Waits for every stream of the device; returns (and clears) the first
+ * pending kernel error of any of its streams. */
+nrt_status nrt_device_synchronize(int device);
+
+/* ---------------------------------------------------------------- streams */
+
+typedef struct nrt_stream nrt_stream;
+
+/* Stream ids are small integers per device: 0 is the default stream.
+ * Streams are never destroyed (like CUDA's stream pools, which PyTorch
+ * hands out round robin); ids stay valid for the life of the process. */
+#define NRT_STREAMS_PER_POOL 32
+#define NRT_PRIORITY_NORMAL 0
+#define NRT_PRIORITY_HIGH (-1) /* lower number = higher priority, as CUDA */
+
+nrt_stream *nrt_stream_default(int device); /* NULL on a bad device */
+/* Next stream of the device's pool for that priority (round robin over
+ * NRT_STREAMS_PER_POOL lazily created streams).  Priorities outside
+ * [NRT_PRIORITY_HIGH, NRT_PRIORITY_NORMAL] are clamped, as CUDA does. */
+nrt_status nrt_stream_from_pool(int device, int priority, nrt_stream **out);
+/* Looks a stream up by (device, id); NRT_ERROR_INVALID_ARGUMENT if that id
+ * was never handed out. */
+nrt_status nrt_stream_get(int device, int64_t id, nrt_stream **out);
+int64_t nrt_stream_id(const nrt_stream *s);
+int nrt_stream_device(const nrt_stream *s);
+int nrt_stream_priority(const nrt_stream *s);
+/* NRT_SUCCESS if all launched work has finished, NRT_ERROR_NOT_READY if not.
+ * Does not report kernel errors. */
+nrt_status nrt_stream_query(nrt_stream *s);
+/* Waits for all launched work; returns (and clears) the first kernel error
+ * recorded on the stream since the last synchronisation. */
+nrt_status nrt_stream_synchronize(nrt_stream *s);
+
+/* ------------------------------------------------------------------ tasks */
+
+#define NRT_MAX_DIMS 16
+#define NRT_MAX_OPERANDS 8
+#define NRT_PARAM_BYTES 192
+
+/* Element types.  The numbering is the runtime's own; the glue maps ATen
+ * scalar types onto it. */
+typedef enum nrt_dtype {
+  NRT_BOOL = 0,
+  NRT_UINT8,
+  NRT_INT8,
+  NRT_INT16,
+  NRT_INT32,
+  NRT_INT64,
+  NRT_FLOAT16,
+  NRT_BFLOAT16,
+  NRT_FLOAT32,
+  NRT_FLOAT64,
+  NRT_DTYPE_COUNT
+} nrt_dtype;
+
+size_t nrt_dtype_size(nrt_dtype t); /* 0 for an invalid value */
+
+/* A strided view of memory.  strides[] are in BYTES; data includes the
+ * storage offset.  ndim == 0 is a scalar (one element); any size 0 means
+ * the operand is empty. */
+typedef struct nrt_operand {
+  void *data;
+  int32_t dtype; /* nrt_dtype */
+  int32_t ndim;
+  int64_t sizes[NRT_MAX_DIMS];
+  int64_t strides[NRT_MAX_DIMS];
+} nrt_operand;
+
+/* Kernel ids below NRT_KERNEL_FIRST_USER belong to the runtime itself. */
+enum {
+  NRT_KERNEL_NOP = 0,
+  NRT_KERNEL_MEMCPY,       /* params: nrt_memcpy_params                  */
+  NRT_KERNEL_EVENT_RECORD, /* internal                                   */
+  NRT_KERNEL_EVENT_WAIT,   /* internal                                   */
+  NRT_KERNEL_HOST_FN,      /* params: nrt_host_fn_params                 */
+  NRT_KERNEL_FIRST_USER = 64,
+  NRT_KERNEL_MAX = 1024
+};
+
+typedef struct nrt_task {
+  uint32_t kernel;      /* kernel id                                     */
+  int32_t n_operands;   /* 0..NRT_MAX_OPERANDS                           */
+  const char *name;     /* static string, e.g. "aten::add.out"; never freed */
+  uint64_t correlation; /* opaque id from the launcher (profiler)        */
+  nrt_operand operands[NRT_MAX_OPERANDS];
+  NRT_ALIGNAS(16) unsigned char params[NRT_PARAM_BYTES]; /* kernel's own struct */
+} nrt_task;
+
+typedef struct nrt_memcpy_params {
+  void *dst;
+  const void *src;
+  size_t bytes;
+} nrt_memcpy_params;
+
+typedef struct nrt_host_fn_params {
+  void (*fn)(void *arg); /* runs on the stream's worker thread, in order */
+  void *arg;
+} nrt_host_fn_params;
+
+/* What a kernel sees while it executes. */
+typedef struct nrt_exec_ctx nrt_exec_ctx;
+int nrt_exec_device(const nrt_exec_ctx *ctx);
+/* Scratchpad (SBUF) of the executing worker: props.sbuf_bytes bytes,
+ * 64-byte aligned, private to this task for its duration. */
+void *nrt_exec_sbuf(nrt_exec_ctx *ctx);
+/* Marks the task failed with a message; the kernel then returns nonzero.
+ * The stream reports "<task name>: <message>" at its next synchronisation. */
+void nrt_exec_fail(nrt_exec_ctx *ctx, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* A kernel returns 0 on success; nonzero after nrt_exec_fail. */
+typedef int (*nrt_kernel_fn)(const nrt_task *task, nrt_exec_ctx *ctx);
+
+/* Registers the executor of a kernel id (>= NRT_KERNEL_FIRST_USER and
+ * < NRT_KERNEL_MAX).  Registering the same id twice with a different
+ * function is NRT_ERROR_INVALID_ARGUMENT. */
+nrt_status nrt_kernel_register(uint32_t id, const char *name, nrt_kernel_fn fn);
+
+/* Copies *task into the stream's queue and returns; blocks only while the
+ * queue is full.  Checks the kernel id and operand count.  With
+ * TORCHNEURON_LAUNCH_BLOCKING=1 it waits and returns the task's own error. */
+nrt_status nrt_launch(nrt_stream *s, const nrt_task *task);
+
+/* ------------------------------------------------------------------ memory */
+
+typedef struct nrt_mem_stats {
+  /* bytes handed to callers (rounded up to the allocator's granularity) */
+  uint64_t allocated_bytes, allocated_bytes_peak;
+  uint64_t allocated_bytes_total, freed_bytes_total;
+  /* bytes taken from the arena in segments (cached or in use) */
+  uint64_t reserved_bytes, reserved_bytes_peak;
+  /* allocated + freed-but-still-in-use-by-pending-streams */
+  uint64_t active_bytes, active_bytes_peak;
+  /* bytes of split blocks not handed out */
+  uint64_t inactive_split_bytes;
+  uint64_t requested_bytes, requested_bytes_peak; /* exact sizes asked */
+  uint64_t alloc_count, free_count;               /* calls              */
+  uint64_t allocation_current, allocation_peak;   /* live blocks        */
+  uint64_t segment_count, segment_peak;
+  uint64_t segment_alloc_count, segment_free_count;
+  uint64_t retry_count; /* cache flushed and allocation retried */
+  uint64_t oom_count;   /* NRT_ERROR_OUT_OF_MEMORY returned      */
+} nrt_mem_stats;
+
+/* Allocates device memory for use on stream s (stream-ordered: the block
+ * may be reused by later work on s as soon as it is freed).  bytes == 0
+ * gives NULL and NRT_SUCCESS.  Out of memory: flushes the cache, retries,
+ * then returns NRT_ERROR_OUT_OF_MEMORY with a message giving the request,
+ * capacity, allocated and reserved bytes. */
+nrt_status nrt_mem_alloc(nrt_stream *s, size_t bytes, void **ptr);
+/* Stream-ordered free: safe while work queued on the allocation stream (and
+ * on streams named by nrt_mem_record_stream) still uses the block. */
+nrt_status nrt_mem_free(void *ptr);
+/* The block is also used on s: it is not reused until work queued on s up
+ * to now has finished. */
+nrt_status nrt_mem_record_stream(void *ptr, nrt_stream *s);
+/* Synchronizes the device, then returns every unused segment to the arena
+ * (and its pages to the OS). */
+nrt_status nrt_mem_empty_cache(int device);
+nrt_status nrt_mem_stats_get(int device, nrt_mem_stats *stats);
+nrt_status nrt_mem_stats_reset_peak(int device);
+/* free = capacity minus reserved. */
+nrt_status nrt_mem_info(int device, size_t *free_bytes, size_t *total_bytes);
+/* Device whose HBM contains ptr, or -1 for any other address. */
+int nrt_mem_device_of(const void *ptr);
+
+/* Page-locked ("pinned") host memory: copies from/to it are truly async. */
+nrt_status nrt_host_alloc(size_t bytes, void **ptr);
+nrt_status nrt_host_free(void *ptr);
+int nrt_host_is_pinned(const void *ptr); /* 1 if inside a live pinned block */
+
+/* ------------------------------------------------------------------ copies */
+
+/* Copies bytes between any two of host and device memory, ordered on s.
+ * Returns as soon as the copy is queued if every host side is pinned (or
+ * both sides are device memory); otherwise (pageable host memory) the copy
+ * has completed when the call returns, as CUDA's cudaMemcpyAsync does. */
+nrt_status nrt_memcpy_async(nrt_stream *s, void *dst, const void *src, size_t bytes);
+
+/* ------------------------------------------------------------------ events */
+
+typedef struct nrt_event nrt_event;
+
+enum { NRT_EVENT_DEFAULT = 0, NRT_EVENT_TIMING = 1 };
+
+nrt_status nrt_event_create(unsigned flags, nrt_event **out);
+/* Destroying an event that streams still wait on is safe: it is freed
+ * once the last queued use has run. */
+nrt_status nrt_event_destroy(nrt_event *e);
+/* Captures all work queued on s so far; re-recording replaces the capture. */
+nrt_status nrt_event_record(nrt_event *e, nrt_stream *s);
+/* Work launched on s after this call waits for e's current capture.  An
+ * event never recorded is complete (no wait), as in CUDA. */
+nrt_status nrt_stream_wait_event(nrt_stream *s, nrt_event *e);
+nrt_status nrt_event_query(nrt_event *e); /* SUCCESS or NOT_READY */
+nrt_status nrt_event_synchronize(nrt_event *e);
+/* Milliseconds between two completed TIMING events' captures. */
+nrt_status nrt_event_elapsed_ms(nrt_event *start, nrt_event *end, float *ms);
+
+/* ------------------------------------------------------------------ compute */
+
+/* fn(arg, begin, end, worker) for disjoint [begin, end) chunks covering
+ * [0, n), each at least grain long (except the last); worker is in
+ * [0, nrt_compute_threads()).  Runs inline when n <= grain, when the pool
+ * has one thread, or when called from inside a parallel region.  Returns
+ * when every chunk is done.  Several streams may call it at once. */
+typedef void (*nrt_range_fn)(void *arg, int64_t begin, int64_t end, int worker);
+void nrt_parallel_for(int64_t n, int64_t grain, nrt_range_fn fn, void *arg);
+int nrt_compute_threads(void);
+
+/* ------------------------------------------------------------------ tracing */
+
+typedef struct nrt_trace_record {
+  const char *name;     /* the task's name (static)                      */
+  uint64_t correlation; /* the launcher's id                             */
+  uint32_t kernel;
+  int32_t device;
+  int64_t stream;       /* stream id                                     */
+  uint64_t enqueue_ns, start_ns, end_ns; /* CLOCK_MONOTONIC              */
+  int32_t failed;
+} nrt_trace_record;
+
+/* Turning tracing on clears the ring.  While on, each executed task adds a
+ * record; when the ring is full the oldest record is dropped and counted. */
+void nrt_trace_enable(int on);
+int nrt_trace_enabled(void);
+/* Moves up to max records, oldest first, into out; *n gets the count and
+ * *dropped (may be NULL) the number lost to overflow since the last drain. */
+nrt_status nrt_trace_drain(nrt_trace_record *out, size_t max, size_t *n,
+                           uint64_t *dropped);
+uint64_t nrt_now_ns(void); /* the clock the trace uses */
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* NEURON_RUNTIME_H */
