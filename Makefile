@@ -1,0 +1,55 @@
+# TorchNeuron — the two commands a user needs are `make demo` and `make test`;
+# both set everything up on a fresh machine (venv, pinned torch, build).
+PYTHON ?= python3
+VENV   := .venv
+VPY    := $(VENV)/bin/python
+DEPS   := $(VENV)/.deps-stamp
+JOBS   ?= $(shell nproc)
+export CMAKE_BUILD_PARALLEL_LEVEL := $(JOBS)
+
+.PHONY: all build test ctest pytest sanitize demo bench clean
+
+all: build
+
+$(VPY):
+	$(PYTHON) -m venv $(VENV)
+
+# torch==2.13.0 is the CPU wheel this machine's pip finds on disk.
+$(DEPS): requirements-dev.txt | $(VPY)
+	$(VPY) -m pip install -q --upgrade pip
+	$(VPY) -m pip install -q torch==2.13.0 -r requirements-dev.txt
+	touch $@
+
+# Editable install with a persistent CMake build dir (build/py): reruns are
+# incremental.  No build isolation, so pip never fetches another torch.
+build: $(DEPS)
+	$(VPY) -m pip install -q --no-build-isolation --no-deps -e .
+
+# The C layers alone, no PyTorch: build/c.
+ctest:
+	cmake -S . -B build/c -G Ninja -DTORCHNEURON_PYTHON=OFF -DCMAKE_BUILD_TYPE=Release >/dev/null
+	cmake --build build/c
+	ctest --test-dir build/c --output-on-failure
+
+# The same C tests under AddressSanitizer + UndefinedBehaviorSanitizer.
+sanitize:
+	cmake -S . -B build/sanitize -G Ninja -DTORCHNEURON_PYTHON=OFF -DTORCHNEURON_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
+	cmake --build build/sanitize
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --test-dir build/sanitize --output-on-failure
+
+# pytest exits 5 when it collected nothing: that is a failure here, not a pass.
+pytest: build
+	@$(VPY) -m pytest -q tests; rc=$$?; \
+	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 1; fi; exit $$rc
+
+test: ctest pytest
+
+demo: build
+	$(VPY) examples/demo.py
+
+bench: build
+	$(VPY) bench/overhead.py
+
+clean:
+	rm -rf build
