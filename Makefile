@@ -25,15 +25,16 @@ $(DEPS): requirements-dev.txt | $(VPY)
 build: $(DEPS)
 	$(VPY) -m pip install -q --no-build-isolation --no-deps -e .
 
-# The C layers alone, no PyTorch: build/c.
-ctest:
-	cmake -S . -B build/c -G Ninja -DTORCHNEURON_PYTHON=OFF -DCMAKE_BUILD_TYPE=Release >/dev/null
+# The C layers alone, no PyTorch: build/c (ninja comes from the venv).
+CMAKE_C := cmake -G Ninja -DCMAKE_MAKE_PROGRAM=$(abspath $(VENV))/bin/ninja -DTORCHNEURON_PYTHON=OFF
+ctest: $(DEPS)
+	$(CMAKE_C) -S . -B build/c -DCMAKE_BUILD_TYPE=Release >/dev/null
 	cmake --build build/c
 	ctest --test-dir build/c --output-on-failure
 
 # The same C tests under AddressSanitizer + UndefinedBehaviorSanitizer.
-sanitize:
-	cmake -S . -B build/sanitize -G Ninja -DTORCHNEURON_PYTHON=OFF -DTORCHNEURON_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
+sanitize: $(DEPS)
+	$(CMAKE_C) -S . -B build/sanitize -DTORCHNEURON_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
 	cmake --build build/sanitize
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --test-dir build/sanitize --output-on-failure
