@@ -16,7 +16,6 @@ $(VPY):
 
 # torch==2.13.0 is the CPU wheel this machine's pip finds on disk.
 $(DEPS): requirements-dev.txt | $(VPY)
-	$(VPY) -m pip install -q --upgrade pip
 	$(VPY) -m pip install -q torch==2.13.0 -r requirements-dev.txt
 	touch $@
 
