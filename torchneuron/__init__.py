@@ -1,0 +1,44 @@
+"""TorchNeuron: the virtual NeuronCore as the ordinary PyTorch device ``neuron``.
+
+Importing this package (which ``import torch`` does through the
+``torch.backends`` entry point unless TORCH_DEVICE_BACKEND_AUTOLOAD=0):
+
+- loads ``torchneuron._C``, whose static initialisers register the device
+  guard, hooks, allocators and ops for PrivateUse1;
+- renames PrivateUse1 to ``neuron`` and installs ``torch.neuron``;
+- generates ``Tensor.neuron()``, ``Tensor.is_neuron``, ``Module.neuron()``,
+  the storage methods and their PackedSequence counterparts.
+"""
+import torch
+
+from torchneuron import _C  # noqa: F401  (registration happens on load)
+from torchneuron import neuron
+
+__all__ = ["neuron", "fallback_stats"]
+
+
+def _register() -> None:
+    # rename_privateuse1_backend may run once per process; a second import
+    # path (e.g. autoload, then an explicit import) finds it already done.
+    if torch._C._get_privateuse1_backend_name() != "neuron":
+        torch.utils.rename_privateuse1_backend("neuron")
+        torch._register_device_module("neuron", neuron)
+        torch.utils.generate_methods_for_privateuse1_backend(
+            for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
+        )
+
+
+_register()
+
+
+def __getattr__(name):
+    # fallback_stats lives with the CPU fallback; imported on first use.
+    if name == "fallback_stats":
+        from torchneuron._fallback import fallback_stats
+
+        return fallback_stats
+    raise AttributeError(f"module 'torchneuron' has no attribute {name!r}")
+
+
+def _autoload() -> None:
+    """Entry point torch calls at ``import torch``; importing did the work."""

@@ -1,0 +1,73 @@
+// module.cpp — torchneuron._C: the few entry points the Python package needs
+// that PyTorch does not already expose.  Streams, events and memory
+// statistics go through torch.Stream / torch.Event / torch.accelerator,
+// which reach guard.cpp and allocator.cpp, so they need no bindings here.
+#include <ATen/Context.h>
+#include <torch/csrc/Generator.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include "generator.h"
+#include "neuron_check.h"
+#include "neuron_stream.h"
+#if __has_include("fallback.h")
+#include "fallback.h"
+#define TORCHNEURON_HAS_FALLBACK 1
+#endif
+
+namespace py = pybind11;
+
+namespace torchneuron {
+namespace {
+
+int device_count_checked() {
+  int count = 0;
+  NEURON_CHECK(nrt_device_count(&count));
+  return count;
+}
+
+void set_device(c10::DeviceIndex device) {
+  check_device_index(device);
+  NEURON_CHECK(nrt_device_current_set(device));
+}
+
+py::dict device_properties(c10::DeviceIndex device) {
+  check_device_index(device);
+  nrt_device_props props{};
+  NEURON_CHECK(nrt_device_props_get(device, &props));
+  py::dict out;
+  out["name"] = std::string(props.name);
+  out["total_memory"] = props.hbm_bytes;
+  out["sbuf_bytes"] = props.sbuf_bytes;
+  out["multi_processor_count"] = props.compute_threads;
+  out["major"] = props.major;
+  out["minor"] = props.minor;
+  return out;
+}
+
+}  // namespace
+}  // namespace torchneuron
+
+PYBIND11_MODULE(_C, m) {
+  using namespace torchneuron;
+  m.doc() = "TorchNeuron: the virtual NeuronCore as the PyTorch device 'neuron'";
+
+  // Runs the hooks' init() once per process (again after a failure).
+  m.def("_init", [] { at::globalContext().lazyInitDevice(c10::DeviceType::PrivateUse1); });
+  m.def("_is_available", [] { return at::detail::getPrivateUse1Hooks().isAvailable(); });
+  m.def("_device_count", &device_count_checked);
+  m.def("_current_device", [] { return current_device(); });
+  m.def("_set_device", &set_device, py::arg("device"));
+  m.def("_synchronize", [](c10::DeviceIndex device) {
+    check_device_index(device);
+    py::gil_scoped_release no_gil;  // worker threads may need the GIL (host callbacks)
+    NEURON_CHECK(nrt_device_synchronize(device));
+  }, py::arg("device"));
+  m.def("_default_generator", [](c10::DeviceIndex device) {
+    return py::reinterpret_steal<py::object>(
+        THPGenerator_initDefaultGenerator(get_default_generator(device)));
+  }, py::arg("device"));
+  m.def("_device_properties", &device_properties, py::arg("device"));
+#ifdef TORCHNEURON_HAS_FALLBACK
+  bind_fallback(m);
+#endif
+}
