@@ -69,7 +69,7 @@ OPS = {
     "conv2d": lambda t: torch.nn.functional.conv2d(t["img"], t["w"], padding=1),
     "max_pool": lambda t: torch.nn.functional.max_pool2d(t["img"], 2),
     "layer_norm": lambda t: torch.nn.functional.layer_norm(t["x"], (5,)),
-    "cross_entropy": lambda t: torch.nn.functional.cross_entropy(t["x"], t["i"][0, :6] % 5),
+    "cross_entropy": lambda t: torch.nn.functional.cross_entropy(t["x"], t["i"].flatten()[:6] % 5),
     "scatter_add": lambda t: torch.zeros(6, 5, device=t["x"].device).scatter_add(0, t["i"], t["x"][:4]),
     "linalg_solve": lambda t: torch.linalg.solve(t["x"][:5] @ t["x"][:5].T + 5 * torch.eye(5, device=t["x"].device), t["y"][:5]),
     "flip_roll": lambda t: (t["x"].flip(0), t["x"].roll(2, 1)),
