@@ -164,6 +164,10 @@ class Stream(torch.Stream):
             cls, device=torch.device("neuron", _device_index(device)), priority=priority
         )
 
+    @property
+    def priority(self) -> int:
+        return _C._stream_priority(self.device_index, self.stream_id)
+
     def __repr__(self) -> str:
         return f"<torch.neuron.Stream device={self.device} stream_id={self.stream_id}>"
 
@@ -172,15 +176,24 @@ def _wrap_stream(s: torch.Stream) -> Stream:
     return Stream(stream_id=s.stream_id, device_index=s.device_index, device_type=s.device_type)
 
 
-class Event(torch.Event):
-    """A marker in a stream; ``enable_timing=True`` makes elapsed_time work."""
+class _EventMeta(type):
+    def __instancecheck__(cls, obj) -> bool:
+        return isinstance(obj, torch.Event) and obj.device.type == "neuron"
 
-    def __new__(cls, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False):
+
+class Event(metaclass=_EventMeta):
+    """A marker in a stream; ``enable_timing=True`` makes elapsed_time work.
+
+    torch.Event's C methods (elapsed_time, Stream.record_event) accept only
+    exact torch.Event objects, not subclasses, so ``Event(...)`` returns a
+    neuron torch.Event; ``isinstance(e, torch.neuron.Event)`` still holds.
+    """
+
+    def __new__(cls, enable_timing: bool = False, blocking: bool = False,
+                interprocess: bool = False) -> torch.Event:
         _lazy_init()
-        return super().__new__(
-            cls, device="neuron", enable_timing=enable_timing, blocking=blocking,
-            interprocess=interprocess,
-        )
+        return torch.Event(device="neuron", enable_timing=enable_timing, blocking=blocking,
+                           interprocess=interprocess)
 
 
 def current_stream(device: Any = None) -> Stream:

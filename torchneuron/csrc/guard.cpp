@@ -44,9 +44,9 @@ c10::DeviceIndex resolve(c10::DeviceIndex index) {
 void check_device_index(c10::DeviceIndex index) {
   int count = 0;
   NEURON_CHECK(nrt_device_count(&count));
-  TORCH_CHECK_INDEX(index >= 0 && index < count, "Invalid device index ", static_cast<int>(index),
-                    " for neuron (invalid device ordinal): there ", count == 1 ? "is " : "are ",
-                    count, " neuron device", count == 1 ? "" : "s");
+  TORCH_CHECK(index >= 0 && index < count, "Invalid device index ", static_cast<int>(index),
+              " for neuron (invalid device ordinal): there ", count == 1 ? "is " : "are ",
+              count, " neuron device", count == 1 ? "" : "s");
 }
 
 c10::DeviceIndex current_device() {
@@ -144,6 +144,18 @@ struct NeuronGuardImpl final : c10::impl::DeviceGuardImplInterface {
 
   c10::DeviceIndex deviceCount() const noexcept override {
     return static_cast<c10::DeviceIndex>(device_count_or_zero());
+  }
+
+  // The element types the runtime has (nrt_dtype); ops on any other dtype
+  // take the CPU fallback.
+  c10::DeviceCapability getDeviceCapability(c10::Device /*device*/) const override {
+    c10::DeviceCapability capability;
+    capability.capability_data.capability_bits = 0;
+    auto& types = capability.capability_data.supported_scalar_types;
+    types.has_Bool = types.has_Byte = types.has_Char = types.has_Short = 1;
+    types.has_Int = types.has_Long = 1;
+    types.has_Half = types.has_BFloat16 = types.has_Float = types.has_Double = 1;
+    return capability;
   }
 
   // ------------------------------------------------------------ events

@@ -1,7 +1,8 @@
 // module.cpp — torchneuron._C: the few entry points the Python package needs
 // that PyTorch does not already expose.  Streams, events and memory
 // statistics go through torch.Stream / torch.Event / torch.accelerator,
-// which reach guard.cpp and allocator.cpp, so they need no bindings here.
+// which reach guard.cpp and allocator.cpp, so they need no bindings here
+// beyond a stream's priority, which torch.Stream does not carry.
 #include <ATen/Context.h>
 #include <torch/csrc/Generator.h>
 #include <torch/csrc/utils/pybind.h>
@@ -62,6 +63,11 @@ PYBIND11_MODULE(_C, m) {
     py::gil_scoped_release no_gil;  // worker threads may need the GIL (host callbacks)
     NEURON_CHECK(nrt_device_synchronize(device));
   }, py::arg("device"));
+  m.def("_stream_priority", [](c10::DeviceIndex device, int64_t id) {
+    nrt_stream* stream = nullptr;
+    NEURON_CHECK(nrt_stream_get(device, id, &stream));
+    return nrt_stream_priority(stream);
+  }, py::arg("device"), py::arg("stream_id"));
   m.def("_default_generator", [](c10::DeviceIndex device) {
     return py::reinterpret_steal<py::object>(
         THPGenerator_initDefaultGenerator(get_default_generator(device)));
