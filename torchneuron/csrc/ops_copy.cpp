@@ -23,7 +23,6 @@
 // earlier kernel is reported here, at the host read.
 #include <ATen/ExpandUtils.h>
 #include <ATen/TensorIterator.h>
-#include <ATen/native/Resize.h>
 #include <ATen/ops/_local_scalar_dense.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/from_blob.h>
@@ -177,7 +176,8 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
 }
 
 at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
-  at::native::resize_output(dst, self.sizes());
+  // The fallback's CPU kernel already gave any resize warning.
+  if (!dst.sizes().equals(self.sizes())) dst.resize_(self.sizes());
   return copy_from(self, dst, false);
 }
 
@@ -208,15 +208,19 @@ void copy_on_device(const at::Tensor& dst, const at::Tensor& src) {
   if (iter.numel() == 0) return;
   Task task(NK_KERNEL_COPY, "aten::copy_", 2);
   const bool same_dtype = iter.dtype(0) == iter.dtype(1);
-  const bool native = same_dtype && !is_native_dtype(iter.dtype(0))
+  const bool described = same_dtype && !is_native_dtype(iter.dtype(0))
                           ? describe_raw(iter, 0, task.operand(0)) &&
                                 describe_raw(iter, 1, task.operand(1))
                           : describe(iter, 0, task.operand(0)) &&
                                 describe(iter, 1, task.operand(1));
-  // TensorIterator has already merged every dim it could; what is left is
-  // rarer than rare, and a host round trip would need this same copy.
-  TORCH_CHECK(native, "neuron: copy_ needs ", iter.ndim(), " dims after merging, the device "
-              "takes at most ", NRT_MAX_DIMS);
+  if (!described) {
+    TORCH_CHECK(dst.dim() > 0, "neuron: cannot copy ", iter.dtype(1), " to ", iter.dtype(0));
+    // More dims than an operand holds even after TensorIterator merged what
+    // it could: one copy per slice of the first dim (each has one dim less).
+    const at::Tensor from = src.expand(dst.sizes());
+    for (int64_t i = 0; i < dst.size(0); ++i) copy_on_device(dst.select(0, i), from.select(0, i));
+    return;
+  }
   launch(dst.device().index(), task);
 }
 
