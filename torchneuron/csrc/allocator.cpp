@@ -12,6 +12,8 @@
 //  - The runtime keeps peaks resettable but its totals only grow, so
 //    "reset accumulated" keeps a per-device baseline here and reports the
 //    difference.
+//  - aten::record_stream is registered here: it only forwards to
+//    recordStream.
 //  - Pinned host memory reuses ATen's CachingHostAllocatorImpl, like CUDA:
 //    a pinned block freed while an asynchronous copy still reads it is held
 //    back until the events recorded for it (record_event) complete.
@@ -20,6 +22,8 @@
 #include <mutex>
 
 #include <ATen/core/CachingHostAllocator.h>
+#include <ATen/core/Tensor.h>
+#include <torch/library.h>
 #include <c10/core/CachingDeviceAllocator.h>
 #include <c10/util/Exception.h>
 
@@ -151,6 +155,16 @@ class NeuronDeviceAllocator final : public c10::DeviceAllocator {
 
 NeuronDeviceAllocator device_allocator;
 REGISTER_ALLOCATOR(c10::DeviceType::PrivateUse1, &device_allocator)
+
+// Tensor.record_stream(s) is the allocator's business (CUDA's
+// record_stream_cuda does the same), so its kernel lives here.
+void record_stream(at::Tensor& self, c10::Stream stream) {
+  device_allocator.recordStream(self.storage().data_ptr(), stream);
+}
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("record_stream", &record_stream);
+}
 
 // ------------------------------------------------------------ pinned host
 
