@@ -96,9 +96,11 @@ def test_alpha_inplace_and_out():
     torch.mul(a.to("neuron"), b.to("neuron"), out=out)
     same(out, a * b)
     with pytest.raises(RuntimeError, match="can't be cast"):
-        torch.add(a.to("neuron"), b.to("neuron"), out=torch.empty(5, dtype=torch.long, device="neuron"))
+        long_out = torch.empty(5, dtype=torch.long, device="neuron")
+        torch.add(a.to("neuron"), b.to("neuron"), out=long_out)
     with pytest.raises(RuntimeError, match="bool"):
-        torch.ones(2, dtype=torch.bool, device="neuron") - torch.ones(2, dtype=torch.bool, device="neuron")
+        flags = torch.ones(2, dtype=torch.bool, device="neuron")
+        flags - flags
 
 
 def test_binary_errors_like_cuda():
@@ -111,7 +113,8 @@ def test_binary_errors_like_cuda():
 
 def test_factories_fill_and_item():
     same(torch.zeros(2, 3, device="neuron"), torch.zeros(2, 3))
-    same(torch.full((4,), 7, dtype=torch.int16, device="neuron"), torch.full((4,), 7, dtype=torch.int16))
+    same(torch.full((4,), 7, dtype=torch.int16, device="neuron"),
+         torch.full((4,), 7, dtype=torch.int16))
     same(torch.arange(10, device="neuron"), torch.arange(10))
     same(torch.arange(1, 2.5, 0.25, device="neuron"), torch.arange(1, 2.5, 0.25))
     same(torch.linspace(-1, 1, 7, device="neuron"), torch.linspace(-1, 1, 7))
