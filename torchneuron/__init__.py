@@ -13,13 +13,14 @@ import torch
 
 from torchneuron import _C  # noqa: F401  (registration happens on load)
 from torchneuron import neuron
+from torchneuron._fallback import fallback_stats
 
 __all__ = ["neuron", "fallback_stats"]
 
 
 def _register() -> None:
-    # rename_privateuse1_backend may run once per process; a second import
-    # path (e.g. autoload, then an explicit import) finds it already done.
+    # torch allows one rename per process; the check keeps a reload of this
+    # package (importlib.reload) from attempting a second one.
     if torch._C._get_privateuse1_backend_name() != "neuron":
         torch.utils.rename_privateuse1_backend("neuron")
         torch._register_device_module("neuron", neuron)
@@ -29,15 +30,6 @@ def _register() -> None:
 
 
 _register()
-
-
-def __getattr__(name):
-    # fallback_stats lives with the CPU fallback; imported on first use.
-    if name == "fallback_stats":
-        from torchneuron._fallback import fallback_stats
-
-        return fallback_stats
-    raise AttributeError(f"module 'torchneuron' has no attribute {name!r}")
 
 
 def _autoload() -> None:

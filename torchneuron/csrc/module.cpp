@@ -7,13 +7,10 @@
 #include <torch/csrc/Generator.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include "fallback.h"
 #include "generator.h"
 #include "neuron_check.h"
 #include "neuron_stream.h"
-#if __has_include("fallback.h")
-#include "fallback.h"
-#define TORCHNEURON_HAS_FALLBACK 1
-#endif
 
 namespace py = pybind11;
 
@@ -73,7 +70,5 @@ PYBIND11_MODULE(_C, m) {
         THPGenerator_initDefaultGenerator(get_default_generator(device)));
   }, py::arg("device"));
   m.def("_device_properties", &device_properties, py::arg("device"));
-#ifdef TORCHNEURON_HAS_FALLBACK
-  bind_fallback(m);
-#endif
+  bind_fallback(m);  // fallback_stats, fallback modes (fallback.cpp)
 }
