@@ -13,10 +13,10 @@
 
 namespace torchneuron {
 
-nrt_dtype compute_dtype(c10::ScalarType t) {
+nrt_dtype native_dtype(c10::ScalarType t) {
   nrt_dtype d = NRT_FLOAT32;
-  TORCH_INTERNAL_ASSERT(to_nrt_dtype(t, &d), "compute_dtype of a non-native dtype ", t);
-  return (d == NRT_FLOAT16 || d == NRT_BFLOAT16) ? NRT_FLOAT32 : d;
+  TORCH_INTERNAL_ASSERT(to_nrt_dtype(t, &d), "native_dtype of ", t);
+  return d;
 }
 
 bool describe(const at::TensorBase& t, nrt_operand* out) {

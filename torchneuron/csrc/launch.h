@@ -53,8 +53,8 @@ inline bool is_native_dtype(c10::ScalarType t) {
   return to_nrt_dtype(t, &unused);
 }
 
-// The dtype the engines compute t in: float16/bfloat16 in float32.
-nrt_dtype compute_dtype(c10::ScalarType t);
+// The runtime dtype of a native t (asserted).
+nrt_dtype native_dtype(c10::ScalarType t);
 
 // t as a strided operand of its own dtype.  False when not native.
 bool describe(const at::TensorBase& t, nrt_operand* out);

@@ -8,8 +8,8 @@
 // promotion, the output's allocation/resize and the overlap checks
 // (binary_op, or binary_float_op for true division, which promotes integer
 // inputs to float).  The kernel takes mixed dtypes, so inputs are never cast;
-// the compute dtype is the iterator's common dtype (float32 for 16-bit
-// floats).  A 0-dim CPU tensor (a Python number, or torch.tensor(2.)) is
+// the compute dtype is the iterator's common dtype (the kernel does 16-bit
+// float math in float32 and rounds once, as ATen's CPU does).  A 0-dim CPU tensor (a Python number, or torch.tensor(2.)) is
 // accepted as a scalar, as cuda does: it becomes a 0-dim device tensor by a
 // FILL launch (no host sync), keeping its wrapped-number flag so that type
 // promotion is unchanged.  Other CPU tensors get ATen's device error.
@@ -62,7 +62,7 @@ c10::Device neuron_device_of(const at::TensorBase& out, const at::Tensor& a, con
 void set_params(Task& task, const BinaryOp& e, c10::ScalarType common, const c10::Scalar& alpha) {
   auto* p = task.params<nk_binary_params>();
   p->op = e.op;
-  p->compute = compute_dtype(common);
+  p->compute = native_dtype(common);
   p->alpha = scalar_for_compute(alpha, common);
 }
 
@@ -105,8 +105,7 @@ void launch_fast(const BinaryOp& e, const at::Tensor& out, const at::Tensor& a,
   const auto dtype = a.scalar_type();
   if (e.has_alpha) at::native::alpha_check(dtype, alpha);
   if (a.numel() == 0) return;
-  nrt_dtype d;
-  to_nrt_dtype(dtype, &d);
+  const nrt_dtype d = native_dtype(dtype);
   Task task(NK_KERNEL_BINARY, e.aten, 3);
   describe_flat(out, d, task.operand(0));
   describe_flat(a, d, task.operand(1));

@@ -30,8 +30,7 @@ at::Tensor& fill_tensor(at::Tensor& self, const at::Tensor& value) {
 // contiguous out of any rank is written flat, and any other goes through a
 // contiguous temporary, as ATen's CPU kernel does.
 void launch_sequence(Task& task, at::Tensor& out) {
-  nrt_dtype dtype;
-  TORCH_INTERNAL_ASSERT(to_nrt_dtype(out.scalar_type(), &dtype));
+  const nrt_dtype dtype = native_dtype(out.scalar_type());
   if (out.dim() == 1 || out.is_contiguous()) {
     describe_flat(out, dtype, task.operand(0));
     if (out.dim() == 1) task.operand(0)->strides[0] = out.stride(0) * out.itemsize();
