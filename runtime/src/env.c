@@ -1,0 +1,85 @@
+/* env.c — TORCHNEURON_* configuration.  Parsing is strict: trailing junk,
+ * overflow and out-of-range values are errors naming the variable, so a
+ * typo never silently becomes a default. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+int nrt_parse_int(const char *text, long lo, long hi, long *out) {
+  if (!text || !*text) return -1;
+  char *end;
+  errno = 0;
+  long v = strtol(text, &end, 10);
+  if (errno || end == text || *end || v < lo || v > hi) return -1;
+  *out = v;
+  return 0;
+}
+
+int nrt_parse_size(const char *text, uint64_t *out) {
+  if (!text || *text < '0' || *text > '9') return -1;
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(text, &end, 10);
+  if (errno) return -1;
+  unsigned shift = 0;
+  switch (*end) {
+    case '\0': break;
+    case 'K': case 'k': shift = 10; end++; break;
+    case 'M': case 'm': shift = 20; end++; break;
+    case 'G': case 'g': shift = 30; end++; break;
+    case 'T': case 't': shift = 40; end++; break;
+    default: return -1;
+  }
+  if (*end == 'B' || *end == 'b') end++; /* "16GB" reads as 16G */
+  if (*end) return -1;
+  if (shift && v > (UINT64_MAX >> shift)) return -1;
+  *out = (uint64_t)v << shift;
+  return 0;
+}
+
+static nrt_status bad(const char *name, const char *value, const char *want) {
+  return nrt_fail(NRT_ERROR_INVALID_CONFIG, "%s=\"%s\" is invalid: expected %s", name,
+                  value, want);
+}
+
+nrt_status nrt_config_from_env(nrt_config *cfg) {
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  *cfg = (nrt_config){.device_count = 2,
+                      .hbm_bytes = (uint64_t)16 << 30,
+                      .num_threads = cores > 0 ? (int)cores : 1,
+                      .launch_blocking = 0,
+                      .trace_capacity = 65536};
+  const char *v;
+  long n;
+  if ((v = getenv("TORCHNEURON_DEVICE_COUNT"))) {
+    if (nrt_parse_int(v, 1, NRT_MAX_DEVICES, &n))
+      return bad("TORCHNEURON_DEVICE_COUNT", v, "an integer from 1 to 64");
+    cfg->device_count = (int)n;
+  }
+  if ((v = getenv("TORCHNEURON_HBM_SIZE"))) {
+    uint64_t bytes;
+    /* 2^46 = 64 TiB: the most address space we are willing to reserve. */
+    if (nrt_parse_size(v, &bytes) || bytes < ((uint64_t)64 << 20) || bytes > ((uint64_t)1 << 46))
+      return bad("TORCHNEURON_HBM_SIZE", v,
+                 "a size in bytes with optional K/M/G/T suffix, from 64M to 64T");
+    cfg->hbm_bytes = bytes;
+  }
+  if ((v = getenv("TORCHNEURON_NUM_THREADS"))) {
+    if (nrt_parse_int(v, 1, 1024, &n))
+      return bad("TORCHNEURON_NUM_THREADS", v, "an integer from 1 to 1024");
+    cfg->num_threads = (int)n;
+  }
+  if ((v = getenv("TORCHNEURON_LAUNCH_BLOCKING"))) {
+    if (nrt_parse_int(v, 0, 1, &n)) return bad("TORCHNEURON_LAUNCH_BLOCKING", v, "0 or 1");
+    cfg->launch_blocking = (int)n;
+  }
+  if ((v = getenv("TORCHNEURON_TRACE_CAPACITY"))) {
+    if (nrt_parse_int(v, 16, 1L << 26, &n))
+      return bad("TORCHNEURON_TRACE_CAPACITY", v, "an integer from 16 to 67108864");
+    cfg->trace_capacity = (size_t)n;
+  }
+  return NRT_SUCCESS;
+}

@@ -1,0 +1,108 @@
+/* internal.h — what the runtime's files share; nothing here is public. */
+#ifndef NRT_INTERNAL_H
+#define NRT_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "neuron_runtime.h"
+
+/* ---- error.c: the calling thread's message, set by every failing call. */
+nrt_status nrt_fail(nrt_status s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* ---- env.c: configuration, parsed once. */
+typedef struct nrt_config {
+  int device_count;
+  uint64_t hbm_bytes;
+  int num_threads;
+  int launch_blocking;
+  size_t trace_capacity;
+} nrt_config;
+/* Parsers are exposed for the tests: 0 on success, -1 with a message. */
+int nrt_parse_size(const char *text, uint64_t *out);
+int nrt_parse_int(const char *text, long lo, long hi, long *out);
+nrt_status nrt_config_from_env(nrt_config *cfg);
+
+/* ---- device.c */
+#define NRT_STREAM_SLOTS (1 + 2 * NRT_STREAMS_PER_POOL) /* default + 2 pools */
+#define NRT_SBUF_BYTES (24u << 20)
+
+typedef struct nrt_arena nrt_arena;
+typedef struct nrt_allocator nrt_allocator;
+
+typedef struct nrt_device {
+  int index;
+  nrt_arena *arena;
+  nrt_allocator *alloc;
+  pthread_mutex_t streams_lock;
+  _Atomic(nrt_stream *) streams[NRT_STREAM_SLOTS]; /* by stream id */
+  unsigned next_in_pool[2];                        /* round robin   */
+} nrt_device;
+
+extern nrt_config nrt_cfg;
+/* Lazily initialises; NULL (and a message) on a bad index or failed init. */
+nrt_device *nrt_device_get(int index);
+nrt_status nrt_ensure_init(void);
+
+/* ---- arena.c: segments of a device's reserved address space. */
+#define NRT_SEGMENT_ALIGN ((size_t)2 << 20)
+nrt_status nrt_arena_create(uint64_t capacity, nrt_arena **out);
+void *nrt_arena_take(nrt_arena *a, size_t bytes); /* NULL when full */
+void nrt_arena_give(nrt_arena *a, void *ptr, size_t bytes);
+int nrt_arena_contains(const nrt_arena *a, const void *ptr);
+uint64_t nrt_arena_capacity(const nrt_arena *a);
+
+/* ---- allocator.c */
+nrt_status nrt_allocator_create(nrt_device *dev, nrt_allocator **out);
+
+/* ---- stream.c */
+struct nrt_stream {
+  nrt_device *device;
+  int64_t id;
+  int priority;
+  /* ring of tasks: producers serialise on push_lock; the one worker
+   * consumes.  tail = tasks launched, head = tasks completed. */
+  nrt_task *ring;
+  uint64_t *enqueue_ns; /* per ring slot, written only while tracing */
+  _Atomic uint64_t head, tail;
+  pthread_mutex_t push_lock;
+  pthread_mutex_t lock; /* sleep/wake and the error slot */
+  pthread_cond_t work_cv, done_cv, space_cv;
+  atomic_int worker_sleeping, waiters, space_waiters;
+  atomic_int worker_started;
+  pthread_t worker;
+  nrt_status error;
+  char error_msg[512];
+};
+nrt_stream *nrt_stream_create_internal(nrt_device *dev, int64_t id, int priority);
+/* Waits until the stream has completed its first `seq` tasks. */
+void nrt_stream_wait_seq(nrt_stream *s, uint64_t seq);
+uint64_t nrt_stream_launched(const nrt_stream *s);
+uint64_t nrt_stream_completed(const nrt_stream *s);
+/* Launch without the launch-blocking wait (internal tasks). */
+nrt_status nrt_launch_nowait(nrt_stream *s, const nrt_task *task);
+
+/* Overrides TORCHNEURON_LAUNCH_BLOCKING (tests); -1 restores it. */
+void nrt_testing_set_launch_blocking(int on);
+
+/* ---- event.c: executed by the stream worker. */
+void nrt_event_run_record(const nrt_task *t);
+void nrt_event_run_wait(const nrt_task *t);
+
+/* ---- trace.c */
+void nrt_trace_init(size_t capacity);
+void nrt_trace_add(const nrt_trace_record *r);
+
+/* ---- pool.c */
+void nrt_pool_init(int threads);
+
+/* spin hint for busy-wait loops */
+static inline void nrt_cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+#endif

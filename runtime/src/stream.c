@@ -1,0 +1,351 @@
+/* stream.c — streams, their worker threads, the kernel table and launches.
+ *
+ * A stream is a bounded ring of task descriptors with exactly one consumer,
+ * its worker thread (started at the first launch).  Launchers serialise on
+ * push_lock, copy the descriptor in and publish it by advancing `tail`; the
+ * worker executes in order and advances `head`, so head/tail double as the
+ * completed/launched sequence numbers that events, synchronisation and the
+ * allocator's stream-ordered reuse are built on.
+ *
+ * Latency: the worker polls for ~50 us before it sleeps, and launchers only
+ * take the wake-up lock when the worker is asleep, so a launch in a busy
+ * loop is a copy and an atomic store.  The sleep handshakes
+ * (worker_sleeping/tail, waiters/head, space_waiters/head) are seq_cst
+ * store-then-load pairs on both sides, so no wake-up is ever lost. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "internal.h"
+
+#define RING_TASKS 1024u
+#define SPIN_NS 50000u
+
+/* ------------------------------------------------------------ kernels */
+
+static _Atomic(nrt_kernel_fn) kernel_table[NRT_KERNEL_MAX];
+static const char *kernel_names[NRT_KERNEL_MAX];
+static pthread_mutex_t kernel_lock = PTHREAD_MUTEX_INITIALIZER;
+
+nrt_status nrt_kernel_register(uint32_t id, const char *name, nrt_kernel_fn fn) {
+  if (id < NRT_KERNEL_FIRST_USER || id >= NRT_KERNEL_MAX || !fn)
+    return nrt_fail(NRT_ERROR_INVALID_ARGUMENT, "kernel id %u is outside [%d, %d) or fn is NULL",
+                    id, NRT_KERNEL_FIRST_USER, NRT_KERNEL_MAX);
+  nrt_status st = NRT_SUCCESS;
+  pthread_mutex_lock(&kernel_lock);
+  nrt_kernel_fn old = atomic_load(&kernel_table[id]);
+  if (old && old != fn)
+    st = nrt_fail(NRT_ERROR_INVALID_ARGUMENT, "kernel id %u is already registered as %s", id,
+                  kernel_names[id] ? kernel_names[id] : "?");
+  else {
+    kernel_names[id] = name;
+    atomic_store(&kernel_table[id], fn);
+  }
+  pthread_mutex_unlock(&kernel_lock);
+  return st;
+}
+
+/* ------------------------------------------------------------ exec ctx */
+
+struct nrt_exec_ctx {
+  nrt_stream *stream;
+  void *sbuf;
+  char message[512];
+};
+
+int nrt_exec_device(const nrt_exec_ctx *ctx) { return ctx->stream->device->index; }
+
+void *nrt_exec_sbuf(nrt_exec_ctx *ctx) {
+  if (!ctx->sbuf) {
+    void *p = mmap(NULL, NRT_SBUF_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ctx->sbuf = p == MAP_FAILED ? NULL : p;
+  }
+  return ctx->sbuf;
+}
+
+void nrt_exec_fail(nrt_exec_ctx *ctx, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(ctx->message, sizeof ctx->message, fmt, ap);
+  va_end(ap);
+}
+
+/* ------------------------------------------------------------ streams */
+
+nrt_stream *nrt_stream_create_internal(nrt_device *dev, int64_t id, int priority) {
+  nrt_stream *s = calloc(1, sizeof *s);
+  if (!s) return NULL;
+  s->ring = aligned_alloc(64, RING_TASKS * sizeof(nrt_task));
+  s->enqueue_ns = calloc(RING_TASKS, sizeof *s->enqueue_ns);
+  if (!s->ring || !s->enqueue_ns) {
+    free(s->ring);
+    free(s->enqueue_ns);
+    free(s);
+    return NULL;
+  }
+  s->device = dev;
+  s->id = id;
+  s->priority = priority;
+  pthread_mutex_init(&s->push_lock, NULL);
+  pthread_mutex_init(&s->lock, NULL);
+  pthread_cond_init(&s->work_cv, NULL);
+  pthread_cond_init(&s->done_cv, NULL);
+  pthread_cond_init(&s->space_cv, NULL);
+  return s;
+}
+
+static nrt_stream *stream_slot(nrt_device *d, int64_t id, int priority) {
+  nrt_stream *s = atomic_load(&d->streams[id]);
+  if (s) return s;
+  pthread_mutex_lock(&d->streams_lock);
+  s = atomic_load(&d->streams[id]);
+  if (!s) {
+    s = nrt_stream_create_internal(d, id, priority);
+    if (s) atomic_store(&d->streams[id], s);
+    else nrt_fail(NRT_ERROR_INTERNAL, "out of host memory for a stream");
+  }
+  pthread_mutex_unlock(&d->streams_lock);
+  return s;
+}
+
+nrt_stream *nrt_stream_default(int device) {
+  nrt_device *d = nrt_device_get(device);
+  return d ? stream_slot(d, 0, NRT_PRIORITY_NORMAL) : NULL;
+}
+
+nrt_status nrt_stream_from_pool(int device, int priority, nrt_stream **out) {
+  if (!out) return nrt_fail(NRT_ERROR_INVALID_ARGUMENT, "out is NULL");
+  nrt_device *d = nrt_device_get(device);
+  if (!d) return NRT_ERROR_INVALID_DEVICE;
+  int high = priority < 0;
+  pthread_mutex_lock(&d->streams_lock);
+  unsigned k = d->next_in_pool[high]++ % NRT_STREAMS_PER_POOL;
+  pthread_mutex_unlock(&d->streams_lock);
+  int64_t id = 1 + (int64_t)high * NRT_STREAMS_PER_POOL + k;
+  *out = stream_slot(d, id, high ? NRT_PRIORITY_HIGH : NRT_PRIORITY_NORMAL);
+  return *out ? NRT_SUCCESS : NRT_ERROR_INTERNAL;
+}
+
+nrt_status nrt_stream_get(int device, int64_t id, nrt_stream **out) {
+  if (!out) return nrt_fail(NRT_ERROR_INVALID_ARGUMENT, "out is NULL");
+  nrt_device *d = nrt_device_get(device);
+  if (!d) return NRT_ERROR_INVALID_DEVICE;
+  if (id == 0) {
+    *out = nrt_stream_default(device);
+    return *out ? NRT_SUCCESS : NRT_ERROR_INTERNAL;
+  }
+  *out = id > 0 && id < NRT_STREAM_SLOTS ? atomic_load(&d->streams[id]) : NULL;
+  if (!*out)
+    return nrt_fail(NRT_ERROR_INVALID_ARGUMENT, "stream id %lld was never created on device %d",
+                    (long long)id, device);
+  return NRT_SUCCESS;
+}
+
+int64_t nrt_stream_id(const nrt_stream *s) { return s->id; }
+int nrt_stream_device(const nrt_stream *s) { return s->device->index; }
+int nrt_stream_priority(const nrt_stream *s) { return s->priority; }
+uint64_t nrt_stream_launched(const nrt_stream *s) { return atomic_load(&s->tail); }
+uint64_t nrt_stream_completed(const nrt_stream *s) { return atomic_load(&s->head); }
+
+/* ------------------------------------------------------------ worker */
+
+static void record_failure(nrt_stream *s, const nrt_task *t, const char *message) {
+  pthread_mutex_lock(&s->lock);
+  if (s->error == NRT_SUCCESS) {
+    s->error = NRT_ERROR_KERNEL_FAILED;
+    snprintf(s->error_msg, sizeof s->error_msg, "%s: %s", t->name ? t->name : "<unnamed task>",
+             message[0] ? message : "kernel failed");
+  }
+  pthread_mutex_unlock(&s->lock);
+}
+
+static int execute(nrt_exec_ctx *ctx, const nrt_task *t) {
+  switch (t->kernel) {
+    case NRT_KERNEL_NOP:
+      return 0;
+    case NRT_KERNEL_MEMCPY: {
+      const nrt_memcpy_params *p = (const nrt_memcpy_params *)t->params;
+      if (p->bytes) memcpy(p->dst, p->src, p->bytes);
+      return 0;
+    }
+    case NRT_KERNEL_EVENT_RECORD:
+      nrt_event_run_record(t);
+      return 0;
+    case NRT_KERNEL_EVENT_WAIT:
+      nrt_event_run_wait(t);
+      return 0;
+    case NRT_KERNEL_HOST_FN: {
+      const nrt_host_fn_params *p = (const nrt_host_fn_params *)t->params;
+      p->fn(p->arg);
+      return 0;
+    }
+    default: {
+      nrt_kernel_fn fn = atomic_load(&kernel_table[t->kernel]);
+      ctx->message[0] = '\0';
+      return fn(t, ctx);
+    }
+  }
+}
+
+/* Waits until a task is published beyond index h. */
+static void wait_for_work(nrt_stream *s, uint64_t h) {
+  uint64_t until = 0;
+  for (unsigned i = 0; atomic_load(&s->tail) == h; i++) {
+    if ((i & 63) == 63) {
+      uint64_t now = nrt_now_ns();
+      if (!until) until = now + SPIN_NS;
+      else if (now > until) break;
+    }
+    nrt_cpu_relax();
+  }
+  if (atomic_load(&s->tail) != h) return;
+  pthread_mutex_lock(&s->lock);
+  atomic_store(&s->worker_sleeping, 1);
+  while (atomic_load(&s->tail) == h) pthread_cond_wait(&s->work_cv, &s->lock);
+  atomic_store(&s->worker_sleeping, 0);
+  pthread_mutex_unlock(&s->lock);
+}
+
+static void *worker_main(void *arg) {
+  nrt_stream *s = arg;
+  nrt_exec_ctx ctx = {.stream = s};
+  nrt_device_current_set(s->device->index);
+  for (;;) {
+    uint64_t h = atomic_load(&s->head);
+    wait_for_work(s, h);
+    const nrt_task *t = &s->ring[h % RING_TASKS];
+    int tracing = nrt_trace_enabled();
+    uint64_t start = tracing ? nrt_now_ns() : 0;
+    int failed = execute(&ctx, t) != 0;
+    if (failed) record_failure(s, t, ctx.message);
+    if (tracing) {
+      nrt_trace_record r = {.name = t->name, .correlation = t->correlation, .kernel = t->kernel,
+                            .device = s->device->index, .stream = s->id,
+                            .enqueue_ns = s->enqueue_ns[h % RING_TASKS], .start_ns = start,
+                            .end_ns = nrt_now_ns(), .failed = failed};
+      nrt_trace_add(&r);
+    }
+    atomic_store(&s->head, h + 1);
+    if (atomic_load(&s->waiters) || atomic_load(&s->space_waiters)) {
+      pthread_mutex_lock(&s->lock);
+      pthread_cond_broadcast(&s->done_cv);
+      pthread_cond_broadcast(&s->space_cv);
+      pthread_mutex_unlock(&s->lock);
+    }
+  }
+  return NULL;
+}
+
+static nrt_status start_worker(nrt_stream *s) {
+  if (atomic_load(&s->worker_started)) return NRT_SUCCESS;
+  nrt_status st = NRT_SUCCESS;
+  pthread_mutex_lock(&s->lock);
+  if (!atomic_load(&s->worker_started)) {
+    if (pthread_create(&s->worker, NULL, worker_main, s) == 0) {
+      pthread_detach(s->worker);
+      atomic_store(&s->worker_started, 1);
+    } else {
+      st = nrt_fail(NRT_ERROR_INTERNAL, "cannot start the worker thread of stream %lld",
+                    (long long)s->id);
+    }
+  }
+  pthread_mutex_unlock(&s->lock);
+  return st;
+}
+
+/* ------------------------------------------------------------ launch */
+
+static nrt_status check_task(const nrt_task *t) {
+  if (t->n_operands < 0 || t->n_operands > NRT_MAX_OPERANDS)
+    return nrt_fail(NRT_ERROR_INVALID_ARGUMENT, "%s: %d operands (at most %d)",
+                    t->name ? t->name : "task", t->n_operands, NRT_MAX_OPERANDS);
+  if (t->kernel < NRT_KERNEL_FIRST_USER) {
+    if (t->kernel > NRT_KERNEL_HOST_FN)
+      return nrt_fail(NRT_ERROR_UNKNOWN_KERNEL, "%s: reserved kernel id %u",
+                      t->name ? t->name : "task", t->kernel);
+    if (t->kernel == NRT_KERNEL_HOST_FN && !((const nrt_host_fn_params *)t->params)->fn)
+      return nrt_fail(NRT_ERROR_INVALID_ARGUMENT, "host function task without a function");
+    return NRT_SUCCESS;
+  }
+  if (t->kernel >= NRT_KERNEL_MAX || !atomic_load(&kernel_table[t->kernel]))
+    return nrt_fail(NRT_ERROR_UNKNOWN_KERNEL, "%s: no kernel is registered with id %u",
+                    t->name ? t->name : "task", t->kernel);
+  return NRT_SUCCESS;
+}
+
+nrt_status nrt_launch_nowait(nrt_stream *s, const nrt_task *task) {
+  if (!s || !task) return nrt_fail(NRT_ERROR_INVALID_ARGUMENT, "nrt_launch: NULL argument");
+  nrt_status st = check_task(task);
+  if (st == NRT_SUCCESS) st = start_worker(s);
+  if (st != NRT_SUCCESS) return st;
+  pthread_mutex_lock(&s->push_lock);
+  uint64_t t = atomic_load_explicit(&s->tail, memory_order_relaxed);
+  if (t - atomic_load(&s->head) >= RING_TASKS) {
+    atomic_fetch_add(&s->space_waiters, 1);
+    pthread_mutex_lock(&s->lock);
+    while (t - atomic_load(&s->head) >= RING_TASKS) pthread_cond_wait(&s->space_cv, &s->lock);
+    pthread_mutex_unlock(&s->lock);
+    atomic_fetch_sub(&s->space_waiters, 1);
+  }
+  memcpy(&s->ring[t % RING_TASKS], task, sizeof *task);
+  if (nrt_trace_enabled()) s->enqueue_ns[t % RING_TASKS] = nrt_now_ns();
+  atomic_store(&s->tail, t + 1);
+  pthread_mutex_unlock(&s->push_lock);
+  if (atomic_load(&s->worker_sleeping)) {
+    pthread_mutex_lock(&s->lock);
+    pthread_cond_signal(&s->work_cv);
+    pthread_mutex_unlock(&s->lock);
+  }
+  return NRT_SUCCESS;
+}
+
+static _Atomic int launch_blocking_override = -1; /* tests */
+
+void nrt_testing_set_launch_blocking(int on) { atomic_store(&launch_blocking_override, on); }
+
+nrt_status nrt_launch(nrt_stream *s, const nrt_task *task) {
+  nrt_status st = nrt_launch_nowait(s, task);
+  int override = atomic_load(&launch_blocking_override);
+  int blocking = override >= 0 ? override : nrt_cfg.launch_blocking;
+  if (st != NRT_SUCCESS || !blocking) return st;
+  return nrt_stream_synchronize(s);
+}
+
+/* ------------------------------------------------------------ sync */
+
+void nrt_stream_wait_seq(nrt_stream *s, uint64_t seq) {
+  uint64_t until = 0;
+  for (unsigned i = 0; atomic_load(&s->head) < seq; i++) {
+    if ((i & 63) == 63) {
+      uint64_t now = nrt_now_ns();
+      if (!until) until = now + SPIN_NS;
+      else if (now > until) break;
+    }
+    nrt_cpu_relax();
+  }
+  if (atomic_load(&s->head) >= seq) return;
+  atomic_fetch_add(&s->waiters, 1);
+  pthread_mutex_lock(&s->lock);
+  while (atomic_load(&s->head) < seq) pthread_cond_wait(&s->done_cv, &s->lock);
+  pthread_mutex_unlock(&s->lock);
+  atomic_fetch_sub(&s->waiters, 1);
+}
+
+nrt_status nrt_stream_query(nrt_stream *s) {
+  if (!s) return nrt_fail(NRT_ERROR_INVALID_ARGUMENT, "stream is NULL");
+  return atomic_load(&s->head) >= atomic_load(&s->tail) ? NRT_SUCCESS : NRT_ERROR_NOT_READY;
+}
+
+nrt_status nrt_stream_synchronize(nrt_stream *s) {
+  if (!s) return nrt_fail(NRT_ERROR_INVALID_ARGUMENT, "stream is NULL");
+  nrt_stream_wait_seq(s, atomic_load(&s->tail));
+  pthread_mutex_lock(&s->lock);
+  nrt_status err = s->error;
+  char message[sizeof s->error_msg];
+  memcpy(message, s->error_msg, sizeof message);
+  s->error = NRT_SUCCESS;
+  pthread_mutex_unlock(&s->lock);
+  return err == NRT_SUCCESS ? NRT_SUCCESS : nrt_fail(err, "%s", message);
+}
