@@ -74,7 +74,7 @@ struct nrt_stream {
   atomic_int worker_started;
   pthread_t worker;
   nrt_status error;
-  char error_msg[512];
+  char error_msg[768];
 };
 nrt_stream *nrt_stream_create_internal(nrt_device *dev, int64_t id, int priority);
 /* Waits until the stream has completed its first `seq` tasks. */

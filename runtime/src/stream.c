@@ -155,7 +155,7 @@ static void record_failure(nrt_stream *s, const nrt_task *t, const char *message
   pthread_mutex_lock(&s->lock);
   if (s->error == NRT_SUCCESS) {
     s->error = NRT_ERROR_KERNEL_FAILED;
-    snprintf(s->error_msg, sizeof s->error_msg, "%s: %s", t->name ? t->name : "<unnamed task>",
+    snprintf(s->error_msg, sizeof s->error_msg, "%.200s: %s", t->name ? t->name : "<unnamed task>",
              message[0] ? message : "kernel failed");
   }
   pthread_mutex_unlock(&s->lock);
