@@ -66,8 +66,13 @@ struct nrt_stream {
    * consumes.  tail = tasks launched, head = tasks completed. */
   nrt_task *ring;
   uint64_t *enqueue_ns; /* per ring slot, written only while tracing */
-  _Atomic uint64_t head, tail;
-  pthread_mutex_t push_lock;
+  /* head and tail live on cache lines of their own, each with its side's
+   * private copy of the other, so a launch moves no line the worker owns. */
+  _Alignas(64) _Atomic uint64_t head; /* written by the worker */
+  uint64_t tail_seen;                 /* worker's last look at tail */
+  _Alignas(64) _Atomic uint64_t tail; /* written under push_lock */
+  uint64_t head_seen;                 /* launchers' last look at head */
+  _Alignas(64) pthread_mutex_t push_lock;
   pthread_mutex_t lock; /* sleep/wake and the error slot */
   pthread_cond_t work_cv, done_cv, space_cv;
   atomic_int worker_sleeping, waiters, space_waiters;

@@ -191,6 +191,9 @@ static int execute(nrt_exec_ctx *ctx, const nrt_task *t) {
 
 /* Waits until a task is published beyond index h. */
 static void wait_for_work(nrt_stream *s, uint64_t h) {
+  if (h < s->tail_seen) return;
+  s->tail_seen = atomic_load(&s->tail);
+  if (h < s->tail_seen) return;
   uint64_t until = 0;
   for (unsigned i = 0; atomic_load(&s->tail) == h; i++) {
     if ((i & 63) == 63) {
@@ -275,6 +278,26 @@ static nrt_status check_task(const nrt_task *t) {
   return NRT_SUCCESS;
 }
 
+/* Copies only what the task uses (the dims of each operand it has): the
+ * worker reads the slot from another core, so every cache line counts. */
+static void copy_task(nrt_task *dst, const nrt_task *src) {
+  dst->kernel = src->kernel;
+  dst->n_operands = src->n_operands;
+  dst->name = src->name;
+  dst->correlation = src->correlation;
+  for (int i = 0; i < src->n_operands; i++) {
+    const nrt_operand *a = &src->operands[i];
+    nrt_operand *b = &dst->operands[i];
+    int nd = a->ndim < 0 ? 0 : a->ndim > NRT_MAX_DIMS ? NRT_MAX_DIMS : a->ndim;
+    b->data = a->data;
+    b->dtype = a->dtype;
+    b->ndim = a->ndim;
+    memcpy(b->sizes, a->sizes, (size_t)nd * sizeof a->sizes[0]);
+    memcpy(b->strides, a->strides, (size_t)nd * sizeof a->strides[0]);
+  }
+  memcpy(dst->params, src->params, sizeof dst->params);
+}
+
 nrt_status nrt_launch_nowait(nrt_stream *s, const nrt_task *task) {
   if (!s || !task) return nrt_fail(NRT_ERROR_INVALID_ARGUMENT, "nrt_launch: NULL argument");
   nrt_status st = check_task(task);
@@ -282,14 +305,15 @@ nrt_status nrt_launch_nowait(nrt_stream *s, const nrt_task *task) {
   if (st != NRT_SUCCESS) return st;
   pthread_mutex_lock(&s->push_lock);
   uint64_t t = atomic_load_explicit(&s->tail, memory_order_relaxed);
-  if (t - atomic_load(&s->head) >= RING_TASKS) {
+  if (t - s->head_seen >= RING_TASKS) s->head_seen = atomic_load(&s->head);
+  if (t - s->head_seen >= RING_TASKS) {
     atomic_fetch_add(&s->space_waiters, 1);
     pthread_mutex_lock(&s->lock);
     while (t - atomic_load(&s->head) >= RING_TASKS) pthread_cond_wait(&s->space_cv, &s->lock);
     pthread_mutex_unlock(&s->lock);
     atomic_fetch_sub(&s->space_waiters, 1);
   }
-  memcpy(&s->ring[t % RING_TASKS], task, sizeof *task);
+  copy_task(&s->ring[t % RING_TASKS], task);
   if (nrt_trace_enabled()) s->enqueue_ns[t % RING_TASKS] = nrt_now_ns();
   atomic_store(&s->tail, t + 1);
   pthread_mutex_unlock(&s->push_lock);
