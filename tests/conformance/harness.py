@@ -1,0 +1,313 @@
+"""One (OpInfo, dtype) pair, run on a device and on the CPU, and its verdict.
+
+The comparison imitates upstream's TestCommon.test_compare_cpu (test_ops.py):
+the op's function variant on the same sample inputs on both devices, each
+result passed through the sample's output_process_fn_grad, compared with
+atol = rtol = 1e-3 raised to the op's toleranceOverride -- and, because this
+harness runs every dtype rather than one, never below assert_close's default
+for the dtype (bfloat16 needs 1.6e-2).  Integral and bool results are exact.
+Where op_db skips that test (random, uninitialised or undefined outputs) only
+the structure, shapes and dtypes are compared.  Ops with autograd also have
+the gradients of the sum of their outputs compared, input by input.
+
+Verdicts: "native" (correct with no CPU fallback), "fallback" (correct only
+through the fallback), "fails" (wrong or raising even with the fallback).
+"""
+import contextlib
+import dataclasses
+import time
+import warnings
+
+import torch
+from torch.utils._pytree import tree_flatten, tree_map
+
+from . import catalog
+
+NATIVE, FALLBACK, FAILS = "native", "fallback", "fails"
+MODES = ("native", "fallback", "both")
+
+_COMPARE_TOLERANCE = 1e-3  # upstream's test_compare_cpu atol and rtol
+_REASON_CHARS = 240
+
+
+@dataclasses.dataclass
+class Verdict:
+    op: str
+    dtype: str
+    status: str
+    reason: str = ""
+    fallback_ops: list = dataclasses.field(default_factory=list)
+    samples: int = 0          # samples compared on the device
+    gradients: bool = False   # whether gradients were compared too
+    values: bool = True       # False: metadata only (see module docstring)
+    seconds: float = 0.0
+
+
+class Mismatch(AssertionError):
+    """The device's result differs from the CPU's."""
+
+
+class _Fallback:
+    """torchneuron's fallback switch and counters.  Any other device (the CPU,
+    while the harness is checked against itself) has no fallback."""
+
+    def __init__(self, device_type):
+        self._control = None
+        if device_type == "neuron":
+            from torchneuron import _fallback
+            self._control = _fallback
+
+    def mode(self, mode):
+        if self._control is None:
+            return contextlib.nullcontext()
+        return self._control.fallback_mode(mode)
+
+    def reset(self):
+        if self._control is not None:
+            self._control.reset_fallback_stats()
+
+    def ops_hit(self):
+        """Sorted names of the ops that fell back since the last reset."""
+        if self._control is None:
+            return []
+        return sorted(op for op, count in self._control.fallback_stats().items() if count)
+
+
+def _synchronize(device_type):
+    module = torch.get_device_module(device_type)
+    if hasattr(module, "synchronize"):
+        module.synchronize()
+
+
+def _copy_tensor(tensor, device):
+    """A leaf copy of `tensor` on `device` with the same sizes and strides (so
+    non-contiguous samples stay non-contiguous) and the same requires_grad."""
+    with torch.no_grad():
+        source = tensor.detach()
+        try:
+            copy = torch.empty_strided(source.size(), source.stride(),
+                                       dtype=source.dtype, device=device)
+            copy.copy_(source)
+        except RuntimeError:
+            # Overlapping layouts (expanded inputs) cannot be written to.
+            copy = source.to(device, copy=True)
+    return copy.requires_grad_(tensor.requires_grad)
+
+
+def move_sample(sample, device):
+    """The sample with every tensor in its (nested) input, args and kwargs
+    copied to `device`, and a `device=` kwarg naming the CPU retargeted."""
+    def move(value):
+        return _copy_tensor(value, device) if isinstance(value, torch.Tensor) else value
+
+    kwargs = tree_map(move, sample.kwargs)
+    if "device" in kwargs and torch.device(kwargs["device"]).type == "cpu":
+        kwargs["device"] = device
+    return sample.__class__(tree_map(move, sample.input),
+                            args=tree_map(move, sample.args), kwargs=kwargs,
+                            output_process_fn_grad=sample.output_process_fn_grad,
+                            name=sample.name)
+
+
+def _run(op, sample):
+    result = op(sample.input, *sample.args, **sample.kwargs)
+    return sample.output_process_fn_grad(result)
+
+
+def _gradient_inputs(sample):
+    leaves, _ = tree_flatten((sample.input, sample.args, sample.kwargs))
+    return [t for t in leaves if isinstance(t, torch.Tensor) and t.requires_grad]
+
+
+def _gradients(outputs, inputs):
+    """Gradients of the sum of every differentiable output w.r.t. `inputs`
+    (None for an input the outputs do not depend on), or None when there is
+    nothing to differentiate."""
+    leaves, _ = tree_flatten(outputs)
+    outs = [t for t in leaves if isinstance(t, torch.Tensor) and t.requires_grad]
+    if not outs or not inputs:
+        return None
+    total = sum(out.sum() for out in outs)
+    return torch.autograd.grad(total, inputs, allow_unused=True)
+
+
+def _tolerance(dtype, override):
+    if not (dtype.is_floating_point or dtype.is_complex):
+        return {"atol": 0.0, "rtol": 0.0}
+    rtol, atol = torch.testing._comparison.default_tolerances(dtype)
+    floor_atol, floor_rtol = override or (0.0, 0.0)
+    return {"atol": max(atol, _COMPARE_TOLERANCE, floor_atol),
+            "rtol": max(rtol, _COMPARE_TOLERANCE, floor_rtol)}
+
+
+def _first_lines(text, count=1):
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    return "; ".join(lines[:count])
+
+
+def _compare_leaf(actual, expected, device_type, values, tolerance, where):
+    if not isinstance(expected, torch.Tensor):
+        if values and isinstance(expected, (bool, int, float, complex)):
+            torch.testing.assert_close(actual, expected, equal_nan=True,
+                                       msg=lambda m: f"{where}: {_first_lines(m, 3)}")
+        elif values and actual != expected:
+            raise Mismatch(f"{where}: {actual!r} != {expected!r}")
+        return
+    if not isinstance(actual, torch.Tensor):
+        raise Mismatch(f"{where}: got {type(actual).__name__}, expected a tensor")
+    if actual.device.type != device_type:
+        raise Mismatch(f"{where}: result on {actual.device}, expected {device_type}")
+    if actual.requires_grad != expected.requires_grad:
+        raise Mismatch(f"{where}: requires_grad {actual.requires_grad}, "
+                       f"expected {expected.requires_grad}")
+    if actual.dtype != expected.dtype or actual.shape != expected.shape:
+        raise Mismatch(f"{where}: {actual.dtype}{list(actual.shape)}, "
+                       f"expected {expected.dtype}{list(expected.shape)}")
+    if values:
+        torch.testing.assert_close(
+            actual.detach().cpu(), expected.detach(), equal_nan=True,
+            check_device=False, check_stride=False,
+            msg=lambda m: f"{where}: {_first_lines(m, 4)}",
+            **_tolerance(expected.dtype, tolerance))
+
+
+def compare(actual, expected, device_type, values=True, tolerance=None, what="output"):
+    """Raises Mismatch/AssertionError when `actual` (on the device) is not
+    `expected` (on the CPU): same nesting, tensors on the device, same dtypes
+    and shapes, and (when `values`) close values."""
+    actual_leaves, actual_spec = tree_flatten(actual)
+    expected_leaves, expected_spec = tree_flatten(expected)
+    if actual_spec != expected_spec:
+        raise Mismatch(f"{what}: structure {_first_lines(actual_spec)} "
+                       f"!= {_first_lines(expected_spec)}")
+    single = len(expected_leaves) == 1
+    for index, (a, e) in enumerate(zip(actual_leaves, expected_leaves)):
+        where = what if single else f"{what}[{index}]"
+        _compare_leaf(a, e, device_type, values, tolerance, where)
+
+
+@dataclasses.dataclass
+class _Case:
+    """A sample with its CPU results, computed once for every device run."""
+    index: int
+    sample: object          # the pristine sample, on the CPU
+    expected: object
+    expected_grads: object  # None: gradients are not compared
+
+
+def _cpu_cases(op, dtype, with_grads, max_samples):
+    torch.manual_seed(0)
+    samples = list(op.sample_inputs("cpu", dtype, requires_grad=with_grads))
+    cases = []
+    for index, sample in enumerate(samples[:max_samples]):
+        cpu = move_sample(sample, "cpu")
+        try:
+            expected = _run(op, cpu)
+        except Exception:
+            continue  # the CPU rejects this sample: nothing to hold the device to
+        grads = None
+        if with_grads:
+            try:
+                grads = _gradients(expected, _gradient_inputs(cpu))
+            except Exception:
+                pass
+        cases.append(_Case(index, sample, expected, grads))
+    return cases
+
+
+def _check_case(op, case, device, values, tolerance):
+    device_type = torch.device(device).type
+    sample = move_sample(case.sample, device)
+    where = f"sample {case.index}"
+    actual = _run(op, sample)
+    compare(actual, case.expected, device_type, values, tolerance, f"{where} output")
+    if case.expected_grads is not None:
+        grads = _gradients(actual, _gradient_inputs(sample))
+        if grads is None:
+            raise Mismatch(f"{where}: no differentiable output on the device")
+        compare(list(grads), list(case.expected_grads), device_type, values,
+                tolerance, f"{where} grad")
+    _synchronize(device_type)
+
+
+def _reason(error):
+    text = _first_lines(error) or "(no message)"
+    if not isinstance(error, AssertionError):
+        text = f"{type(error).__name__}: {text}"
+    return text[:_REASON_CHARS]
+
+
+def _device_run(op, cases, device, fallback, fallback_mode, values, tolerance):
+    """(error or None, fallback ops hit) for every case on the device."""
+    device_type = torch.device(device).type
+    fallback.reset()
+    error = None
+    with fallback.mode(fallback_mode):
+        for case in cases:
+            try:
+                _check_case(op, case, device, values, tolerance)
+            except Exception as caught:  # noqa: BLE001 -- every failure is a verdict
+                error = caught
+                break
+    try:
+        _synchronize(device_type)  # an asynchronous error must not leak into the next run
+    except Exception as caught:  # noqa: BLE001
+        error = error or caught
+    return error, fallback.ops_hit()
+
+
+def check(op, dtype, device, mode="both", max_samples=None):
+    """The Verdict of OpInfo `op` (or its full name) in `dtype` on `device`
+    against the CPU.
+
+    mode "native": fallback as error; passes only if no op fell back.
+    mode "fallback": fallback on; "native" if it passed with no op falling back.
+    mode "both": native first, then with the fallback if that failed."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+    start = time.perf_counter()
+    op = catalog.find_op(op) if isinstance(op, str) else op
+    values_reason, tolerance = catalog.comparison_policy(op.full_name, dtype)
+    verdict = Verdict(op.full_name, catalog.DTYPE_NAMES[dtype], FAILS,
+                      gradients=catalog.tests_gradients(op, dtype),
+                      values=values_reason is None)
+    fallback = _Fallback(torch.device(device).type)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            cases = _cpu_cases(op, dtype, verdict.gradients, max_samples)
+        except Exception as error:  # noqa: BLE001
+            verdict.reason = f"sample inputs: {_reason(error)}"
+            cases = None
+        if cases == []:
+            verdict.reason = "no sample input runs on the CPU"
+        elif cases:
+            verdict.samples = len(cases)
+            verdict.gradients = any(c.expected_grads is not None for c in cases)
+            _judge(verdict, op, cases, device, fallback, mode, values_reason, tolerance)
+    verdict.seconds = round(time.perf_counter() - start, 3)
+    return verdict
+
+
+def _judge(verdict, op, cases, device, fallback, mode, values_reason, tolerance):
+    values = values_reason is None
+    native_error = None
+    if mode in ("native", "both"):
+        error, hit = _device_run(op, cases, device, fallback, "error", values, tolerance)
+        if error is None and not hit:
+            verdict.status = NATIVE
+            return
+        native_error = _reason(error) if error else f"fell back: {', '.join(hit)}"
+        if mode == "native":
+            verdict.fallback_ops, verdict.reason = hit, native_error
+            return
+    error, hit = _device_run(op, cases, device, fallback, "silent", values, tolerance)
+    verdict.fallback_ops = hit
+    if error is not None:
+        verdict.reason = _reason(error)
+    elif hit or native_error:
+        # The native run's error says what is missing (or, with no op
+        # falling back, what only goes wrong with the fallback as error).
+        verdict.status, verdict.reason = FALLBACK, native_error or ""
+    else:
+        verdict.status = NATIVE
