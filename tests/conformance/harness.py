@@ -215,19 +215,23 @@ def _cpu_cases(op, dtype, with_grads, max_samples):
     return cases
 
 
-def _check_case(op, case, device, values, tolerance):
-    device_type = torch.device(device).type
-    sample = move_sample(case.sample, device)
-    where = f"sample {case.index}"
+def _run_case(op, case, sample):
+    """The op's results on the device and, where the CPU had them, the
+    gradients of their sum."""
     actual = _run(op, sample)
+    if case.expected_grads is None:
+        return actual, None
+    return actual, _gradients(actual, _gradient_inputs(sample))
+
+
+def _compare_case(case, actual, grads, device_type, values, tolerance):
+    where = f"sample {case.index}"
     compare(actual, case.expected, device_type, values, tolerance, f"{where} output")
     if case.expected_grads is not None:
-        grads = _gradients(actual, _gradient_inputs(sample))
         if grads is None:
             raise Mismatch(f"{where}: no differentiable output on the device")
         compare(list(grads), list(case.expected_grads), device_type, values,
                 tolerance, f"{where} grad")
-    _synchronize(device_type)
 
 
 def _reason(error):
@@ -238,22 +242,30 @@ def _reason(error):
 
 
 def _device_run(op, cases, device, fallback, fallback_mode, values, tolerance):
-    """(error or None, fallback ops hit) for every case on the device."""
+    """(error or None, ops that fell back) for every case on the device.  Only
+    the op and its backward run under `fallback_mode` and count: moving the
+    inputs there and the results back is the harness's work, not the op's."""
     device_type = torch.device(device).type
-    fallback.reset()
-    error = None
-    with fallback.mode(fallback_mode):
-        for case in cases:
+    hit, error = set(), None
+    for case in cases:
+        try:
+            sample = move_sample(case.sample, device)
+            fallback.reset()
             try:
-                _check_case(op, case, device, values, tolerance)
-            except Exception as caught:  # noqa: BLE001 -- every failure is a verdict
-                error = caught
-                break
+                with fallback.mode(fallback_mode):
+                    actual, grads = _run_case(op, case, sample)
+                    _synchronize(device_type)  # a kernel's error surfaces here
+            finally:
+                hit.update(fallback.ops_hit())
+            _compare_case(case, actual, grads, device_type, values, tolerance)
+        except Exception as caught:  # noqa: BLE001 -- every failure is a verdict
+            error = caught
+            break
     try:
         _synchronize(device_type)  # an asynchronous error must not leak into the next run
     except Exception as caught:  # noqa: BLE001
         error = error or caught
-    return error, fallback.ops_hit()
+    return error, sorted(hit)
 
 
 def check(op, dtype, device, mode="both", max_samples=None):
