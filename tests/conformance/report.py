@@ -7,6 +7,10 @@ from . import catalog
 _CELL = {"native": "native", "fallback": "fallback", "fails": "**fails**"}
 
 
+def _cell(verdict):
+    return _CELL[verdict.status] + ("" if verdict.values else " †")
+
+
 def _percent(part, whole):
     return f"{100.0 * part / whole:.1f}%" if whole else "n/a"
 
@@ -64,7 +68,7 @@ def _table(verdicts, dtypes):
     rule = "|---|" + "---|" * len(dtypes)
     rows = []
     for name in sorted(cells, key=lambda n: (order.get(n, len(order)), n)):
-        row = [_CELL[cells[name][d].status] if d in cells[name] else "" for d in dtypes]
+        row = [_cell(cells[name][d]) if d in cells[name] else "" for d in dtypes]
         rows.append(f"| `{name}` | " + " | ".join(row) + " |")
     return [header, rule, *rows]
 
@@ -85,7 +89,9 @@ def render(verdicts, meta):
         " **native**: correct with the CPU fallback as an error; **fallback**:"
         " correct only through the fallback; **fails**: wrong or raising even"
         " with the fallback (reasons: `tests/conformance/expected_failures.txt`);"
-        " blank: the CPU does not support the dtype.",
+        " blank: the CPU does not support the dtype; †: the outputs are random,"
+        " uninitialised or undefined (op_db skips `test_compare_cpu`), so only"
+        " their structure, shapes and dtypes are compared.",
         "",
         f"Run: mode `{meta['mode']}`, {meta['pairs']} pairs in {meta['seconds']:.0f} s"
         f" with {meta['jobs']} workers" + (" (a partial run: not every op or dtype)."
