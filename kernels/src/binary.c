@@ -1,0 +1,170 @@
+/* binary.c — NK_KERNEL_BINARY: out <- op(a, b) over strided, broadcast,
+ * mixed-dtype operands.
+ *
+ * Three inner loops, picked per row:
+ *   - vectorised (binary_<isa>_<dtype>.c): all float32 or all float64, out
+ *     contiguous, a and b contiguous or broadcast scalars;
+ *   - same dtype: every operand and the compute in one dtype, each
+ *     (dtype, op) a loop of its own (contiguous rows get constant strides,
+ *     which the compiler vectorises);
+ *   - mixed: each operand loaded from its own dtype into the compute class,
+ *     the result rounded to the compute dtype (as ATen's common dtype is)
+ *     and stored in the out dtype. */
+#include "binary_simd.h"
+#include "kernel_entries.h"
+#include "nd_iter.h"
+#include "neuron_kernels.h"
+#include "validate.h"
+
+typedef struct binary_plan {
+  nk_binop kind;
+  nrt_dtype out, a, b, compute;
+  nk_alpha alpha;
+  bool same;            /* every operand and the compute in one dtype */
+  nk_binary_vec_fn vec; /* set when the vectorised loop applies */
+} binary_plan;
+
+/* One element; every dtype and the kind are constants in the same-dtype
+ * loops, so this folds to a load, the op and a store. */
+NK_INLINE void binary_elem(const binary_plan *p, nrt_dtype to, nrt_dtype ta, nrt_dtype tb,
+                           nrt_dtype tc, nk_binop k, void *o, const void *a, const void *b) {
+  switch (nk_dtype_class(tc)) {
+  case NK_CLASS_FLOAT: {
+    float r = nk_binop_f32(k, nk_load_f32(ta, a), nk_load_f32(tb, b), &p->alpha);
+    nk_store_f32(to, o, to == tc ? r : nk_round_f32(tc, r));
+    break;
+  }
+  case NK_CLASS_DOUBLE:
+    nk_store_f64(to, o, nk_binop_f64(k, nk_load_f64(ta, a), nk_load_f64(tb, b), &p->alpha));
+    break;
+  case NK_CLASS_INT: {
+    int64_t r = nk_binop_i64(k, nk_load_i64(ta, a), nk_load_i64(tb, b), &p->alpha);
+    nk_store_i64(to, o, to == tc ? r : nk_wrap_i64(tc, r));
+    break;
+  }
+  case NK_CLASS_BOOL:
+    nk_store_bool(to, o, nk_binop_bool(k, nk_load_bool(ta, a), nk_load_bool(tb, b), &p->alpha));
+    break;
+  }
+}
+
+NK_INLINE void same_dtype_row(const binary_plan *p, nrt_dtype t, nk_binop k, int64_t n,
+                              char *const *data, const int64_t *s) {
+  const int64_t es = (int64_t)nk_dtype_size(t);
+  char *o = data[0];
+  const char *a = data[1], *b = data[2];
+  if (s[0] == es && s[1] == es && s[2] == es)
+    for (int64_t i = 0; i < n; i++) binary_elem(p, t, t, t, t, k, o + i * es, a + i * es, b + i * es);
+  else
+    for (int64_t i = 0; i < n; i++)
+      binary_elem(p, t, t, t, t, k, o + i * s[0], a + i * s[1], b + i * s[2]);
+}
+
+NK_INLINE void same_dtype_kinds(const binary_plan *p, nrt_dtype t, int64_t n, char *const *data,
+                                const int64_t *s) {
+  switch (p->kind) {
+  case NK_BINOP_ADD: same_dtype_row(p, t, NK_BINOP_ADD, n, data, s); break;
+  case NK_BINOP_AXPY: same_dtype_row(p, t, NK_BINOP_AXPY, n, data, s); break;
+  case NK_BINOP_MUL: same_dtype_row(p, t, NK_BINOP_MUL, n, data, s); break;
+  default: same_dtype_row(p, t, NK_BINOP_DIV, n, data, s); break;
+  }
+}
+
+static void same_dtype_loop(void *ctx, int64_t n, char *const *data, const int64_t *s) {
+  const binary_plan *p = ctx;
+  const int64_t es = (int64_t)nk_dtype_size(p->out);
+  if (p->vec && s[0] == es && (s[1] == es || s[1] == 0) && (s[2] == es || s[2] == 0)) {
+    p->vec(p->kind, n, data[0], data[1], s[1] == 0, data[2], s[2] == 0, &p->alpha);
+    return;
+  }
+  switch (p->out) {
+  case NRT_BOOL: same_dtype_kinds(p, NRT_BOOL, n, data, s); break;
+  case NRT_UINT8: same_dtype_kinds(p, NRT_UINT8, n, data, s); break;
+  case NRT_INT8: same_dtype_kinds(p, NRT_INT8, n, data, s); break;
+  case NRT_INT16: same_dtype_kinds(p, NRT_INT16, n, data, s); break;
+  case NRT_INT32: same_dtype_kinds(p, NRT_INT32, n, data, s); break;
+  case NRT_INT64: same_dtype_kinds(p, NRT_INT64, n, data, s); break;
+  case NRT_FLOAT16: same_dtype_kinds(p, NRT_FLOAT16, n, data, s); break;
+  case NRT_BFLOAT16: same_dtype_kinds(p, NRT_BFLOAT16, n, data, s); break;
+  case NRT_FLOAT32: same_dtype_kinds(p, NRT_FLOAT32, n, data, s); break;
+  case NRT_FLOAT64: same_dtype_kinds(p, NRT_FLOAT64, n, data, s); break;
+  case NRT_DTYPE_COUNT: break;
+  }
+}
+
+NK_INLINE void mixed_row(const binary_plan *p, nk_binop k, int64_t n, char *const *data,
+                         const int64_t *s) {
+  for (int64_t i = 0; i < n; i++)
+    binary_elem(p, p->out, p->a, p->b, p->compute, k, data[0] + i * s[0], data[1] + i * s[1],
+                data[2] + i * s[2]);
+}
+
+static void mixed_loop(void *ctx, int64_t n, char *const *data, const int64_t *s) {
+  const binary_plan *p = ctx;
+  switch (p->kind) {
+  case NK_BINOP_ADD: mixed_row(p, NK_BINOP_ADD, n, data, s); break;
+  case NK_BINOP_AXPY: mixed_row(p, NK_BINOP_AXPY, n, data, s); break;
+  case NK_BINOP_MUL: mixed_row(p, NK_BINOP_MUL, n, data, s); break;
+  default: mixed_row(p, NK_BINOP_DIV, n, data, s); break;
+  }
+}
+
+static nk_binary_vec_fn pick_vec(nrt_dtype t) {
+  static const nk_binary_vec_fn f32[] = {NULL, nk_binary_avx2_f32, nk_binary_avx512_f32};
+  static const nk_binary_vec_fn f64[] = {NULL, nk_binary_avx2_f64, nk_binary_avx512_f64};
+  nk_isa isa = nk_cpu_isa();
+  return t == NRT_FLOAT32 ? f32[isa] : t == NRT_FLOAT64 ? f64[isa] : NULL;
+}
+
+/* Lowers (op, alpha) to a kind and alpha in the compute class: sub is add
+ * of -alpha; add with alpha == 1 is a plain add. */
+static int plan_binary(const nrt_task *task, nrt_exec_ctx *ctx, binary_plan *p) {
+  const nk_binary_params *prm = (const nk_binary_params *)task->params;
+  if (prm->op < 0 || prm->op >= NK_BINARY_OP_COUNT) {
+    nrt_exec_fail(ctx, "binary: invalid op %d", (int)prm->op);
+    return -1;
+  }
+  if (!nk_dtype_valid(prm->compute)) {
+    nrt_exec_fail(ctx, "binary: invalid compute dtype %d", (int)prm->compute);
+    return -1;
+  }
+  p->out = (nrt_dtype)task->operands[0].dtype;
+  p->a = (nrt_dtype)task->operands[1].dtype;
+  p->b = (nrt_dtype)task->operands[2].dtype;
+  p->compute = (nrt_dtype)prm->compute;
+  nk_class cls = nk_dtype_class(p->compute);
+  if (prm->op == NK_BINARY_DIV && cls != NK_CLASS_FLOAT && cls != NK_CLASS_DOUBLE) {
+    nrt_exec_fail(ctx, "binary: true division needs a floating compute dtype, got dtype %d",
+                  (int)prm->compute);
+    return -1;
+  }
+  if (prm->op == NK_BINARY_SUB && cls == NK_CLASS_BOOL) {
+    nrt_exec_fail(ctx, "binary: subtraction with bool tensors is not supported");
+    return -1;
+  }
+
+  int negate = prm->op == NK_BINARY_SUB;
+  double af = negate ? -prm->alpha.f : prm->alpha.f;
+  int64_t ai = negate ? (int64_t)(0 - (uint64_t)prm->alpha.i) : prm->alpha.i;
+  p->alpha = (nk_alpha){.f32 = (float)af, .f64 = af, .i64 = ai, .b = ai != 0};
+  int alpha_is_one = cls == NK_CLASS_BOOL ? p->alpha.b
+                     : cls == NK_CLASS_INT ? ai == 1
+                     : cls == NK_CLASS_FLOAT ? p->alpha.f32 == 1.0f : af == 1.0;
+  switch ((nk_binary_op)prm->op) {
+  case NK_BINARY_ADD: case NK_BINARY_SUB:
+    p->kind = alpha_is_one ? NK_BINOP_ADD : NK_BINOP_AXPY;
+    break;
+  case NK_BINARY_MUL: p->kind = NK_BINOP_MUL; break;
+  default: p->kind = NK_BINOP_DIV; break;
+  }
+  p->same = p->out == p->compute && p->a == p->compute && p->b == p->compute;
+  p->vec = p->same ? pick_vec(p->compute) : NULL;
+  return 0;
+}
+
+int nk_binary_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
+  binary_plan plan;
+  if (nk_check_elementwise(task, ctx, "binary", 3) || plan_binary(task, ctx, &plan)) return -1;
+  nk_for_each(task->operands, 3, plan.same ? same_dtype_loop : mixed_loop, &plan);
+  return 0;
+}

@@ -1,0 +1,55 @@
+/* binary_avx2_f64.c — float64 binary loops, AVX2+FMA, 4 lanes, 4x unrolled.
+ * Compiled with -mavx2 -mfma (kernels/CMakeLists.txt); called only when
+ * nk_cpu_isa() >= NK_ISA_AVX2.  See binary_simd.h for the contract. */
+#include <immintrin.h>
+
+#include "binary_simd.h"
+
+#define LANES 4
+
+NK_INLINE __m256d vec_op(nk_binop k, __m256d a, __m256d b, __m256d alpha) {
+  switch (k) {
+  case NK_BINOP_ADD: return _mm256_add_pd(a, b);
+  case NK_BINOP_AXPY: return _mm256_fmadd_pd(alpha, b, a);
+  case NK_BINOP_MUL: return _mm256_mul_pd(a, b);
+  default: return _mm256_div_pd(a, b);
+  }
+}
+
+/* k, a_bcast and b_bcast are constants at every call: one loop each. */
+NK_INLINE void run(nk_binop k, bool a_bcast, bool b_bcast, int64_t n, double *out, const double *a,
+                   const double *b, const nk_alpha *al) {
+  const __m256d va = _mm256_set1_pd(a[0]), vb = _mm256_set1_pd(b[0]);
+  const __m256d alpha = _mm256_set1_pd(al->f64);
+  int64_t i = 0;
+  for (; i + 4 * LANES <= n; i += 4 * LANES)
+    for (int u = 0; u < 4; u++) {
+      int64_t j = i + u * LANES;
+      __m256d x = a_bcast ? va : _mm256_loadu_pd(a + j), y = b_bcast ? vb : _mm256_loadu_pd(b + j);
+      _mm256_storeu_pd(out + j, vec_op(k, x, y, alpha));
+    }
+  for (; i + LANES <= n; i += LANES) {
+    __m256d x = a_bcast ? va : _mm256_loadu_pd(a + i), y = b_bcast ? vb : _mm256_loadu_pd(b + i);
+    _mm256_storeu_pd(out + i, vec_op(k, x, y, alpha));
+  }
+  for (; i < n; i++) out[i] = nk_binop_f64(k, a[a_bcast ? 0 : i], b[b_bcast ? 0 : i], al);
+}
+
+NK_INLINE void run_bcast(nk_binop k, int64_t n, double *out, const double *a, bool a_bcast,
+                         const double *b, bool b_bcast, const nk_alpha *al) {
+  if (a_bcast && b_bcast) run(k, true, true, n, out, a, b, al);
+  else if (a_bcast) run(k, true, false, n, out, a, b, al);
+  else if (b_bcast) run(k, false, true, n, out, a, b, al);
+  else run(k, false, false, n, out, a, b, al);
+}
+
+void nk_binary_avx2_f64(nk_binop k, int64_t n, void *out, const void *a, bool a_bcast,
+                        const void *b, bool b_bcast, const nk_alpha *alpha) {
+  if (n <= 0) return;
+  switch (k) {
+  case NK_BINOP_ADD: run_bcast(NK_BINOP_ADD, n, out, a, a_bcast, b, b_bcast, alpha); break;
+  case NK_BINOP_AXPY: run_bcast(NK_BINOP_AXPY, n, out, a, a_bcast, b, b_bcast, alpha); break;
+  case NK_BINOP_MUL: run_bcast(NK_BINOP_MUL, n, out, a, a_bcast, b, b_bcast, alpha); break;
+  default: run_bcast(NK_BINOP_DIV, n, out, a, a_bcast, b, b_bcast, alpha); break;
+  }
+}

@@ -1,0 +1,55 @@
+/* binary_avx512_f32.c — float32 binary loops, AVX-512F, 16 lanes, 4x unrolled.
+ * Compiled with -mavx512f (kernels/CMakeLists.txt); called only when
+ * nk_cpu_isa() >= NK_ISA_AVX512.  See binary_simd.h for the contract. */
+#include <immintrin.h>
+
+#include "binary_simd.h"
+
+#define LANES 16
+
+NK_INLINE __m512 vec_op(nk_binop k, __m512 a, __m512 b, __m512 alpha) {
+  switch (k) {
+  case NK_BINOP_ADD: return _mm512_add_ps(a, b);
+  case NK_BINOP_AXPY: return _mm512_fmadd_ps(alpha, b, a);
+  case NK_BINOP_MUL: return _mm512_mul_ps(a, b);
+  default: return _mm512_div_ps(a, b);
+  }
+}
+
+/* k, a_bcast and b_bcast are constants at every call: one loop each. */
+NK_INLINE void run(nk_binop k, bool a_bcast, bool b_bcast, int64_t n, float *out, const float *a,
+                   const float *b, const nk_alpha *al) {
+  const __m512 va = _mm512_set1_ps(a[0]), vb = _mm512_set1_ps(b[0]);
+  const __m512 alpha = _mm512_set1_ps(al->f32);
+  int64_t i = 0;
+  for (; i + 4 * LANES <= n; i += 4 * LANES)
+    for (int u = 0; u < 4; u++) {
+      int64_t j = i + u * LANES;
+      __m512 x = a_bcast ? va : _mm512_loadu_ps(a + j), y = b_bcast ? vb : _mm512_loadu_ps(b + j);
+      _mm512_storeu_ps(out + j, vec_op(k, x, y, alpha));
+    }
+  for (; i + LANES <= n; i += LANES) {
+    __m512 x = a_bcast ? va : _mm512_loadu_ps(a + i), y = b_bcast ? vb : _mm512_loadu_ps(b + i);
+    _mm512_storeu_ps(out + i, vec_op(k, x, y, alpha));
+  }
+  for (; i < n; i++) out[i] = nk_binop_f32(k, a[a_bcast ? 0 : i], b[b_bcast ? 0 : i], al);
+}
+
+NK_INLINE void run_bcast(nk_binop k, int64_t n, float *out, const float *a, bool a_bcast,
+                         const float *b, bool b_bcast, const nk_alpha *al) {
+  if (a_bcast && b_bcast) run(k, true, true, n, out, a, b, al);
+  else if (a_bcast) run(k, true, false, n, out, a, b, al);
+  else if (b_bcast) run(k, false, true, n, out, a, b, al);
+  else run(k, false, false, n, out, a, b, al);
+}
+
+void nk_binary_avx512_f32(nk_binop k, int64_t n, void *out, const void *a, bool a_bcast,
+                        const void *b, bool b_bcast, const nk_alpha *alpha) {
+  if (n <= 0) return;
+  switch (k) {
+  case NK_BINOP_ADD: run_bcast(NK_BINOP_ADD, n, out, a, a_bcast, b, b_bcast, alpha); break;
+  case NK_BINOP_AXPY: run_bcast(NK_BINOP_AXPY, n, out, a, a_bcast, b, b_bcast, alpha); break;
+  case NK_BINOP_MUL: run_bcast(NK_BINOP_MUL, n, out, a, a_bcast, b, b_bcast, alpha); break;
+  default: run_bcast(NK_BINOP_DIV, n, out, a, a_bcast, b, b_bcast, alpha); break;
+  }
+}

@@ -1,0 +1,25 @@
+/* binary_simd.h — the vectorised same-dtype float32/float64 binary loops.
+ *
+ * out is contiguous; a and b are each contiguous or one broadcast scalar
+ * (the stride-0 case of a tensor-scalar op).  One file per ISA and dtype
+ * (binary_<isa>_<dtype>.c), compiled with its own target flags and chosen
+ * at run time from nk_cpu_isa(); tails use the scalar op of binary_ops.h so
+ * every variant gives the same bits. */
+#ifndef NK_BINARY_SIMD_H
+#define NK_BINARY_SIMD_H
+
+#include "binary_ops.h"
+
+typedef void (*nk_binary_vec_fn)(nk_binop k, int64_t n, void *out, const void *a, bool a_bcast,
+                                 const void *b, bool b_bcast, const nk_alpha *alpha);
+
+void nk_binary_avx2_f32(nk_binop k, int64_t n, void *out, const void *a, bool a_bcast,
+                        const void *b, bool b_bcast, const nk_alpha *alpha);
+void nk_binary_avx2_f64(nk_binop k, int64_t n, void *out, const void *a, bool a_bcast,
+                        const void *b, bool b_bcast, const nk_alpha *alpha);
+void nk_binary_avx512_f32(nk_binop k, int64_t n, void *out, const void *a, bool a_bcast,
+                          const void *b, bool b_bcast, const nk_alpha *alpha);
+void nk_binary_avx512_f64(nk_binop k, int64_t n, void *out, const void *a, bool a_bcast,
+                          const void *b, bool b_bcast, const nk_alpha *alpha);
+
+#endif /* NK_BINARY_SIMD_H */

@@ -1,0 +1,51 @@
+/* cpu.c — which vector ISA the kernels may use, detected once.
+ *
+ * AVX2 also requires FMA and F16C (every AVX2 CPU has them, and the AVX2
+ * kernels use them); AVX-512 means AVX-512F on top of that.
+ * TORCHNEURON_ISA=portable|avx2|avx512 caps the choice (tests use it to run
+ * every variant); an unknown value is reported once on stderr and ignored. */
+#include "neuron_kernels.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const isa_names[] = {"portable", "avx2", "avx512"};
+
+const char *nk_isa_name(nk_isa isa) {
+  return (unsigned)isa < sizeof isa_names / sizeof isa_names[0] ? isa_names[isa] : "unknown";
+}
+
+static nk_isa detect(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") ||
+      !__builtin_cpu_supports("f16c"))
+    return NK_ISA_PORTABLE;
+  return __builtin_cpu_supports("avx512f") ? NK_ISA_AVX512 : NK_ISA_AVX2;
+#else
+  return NK_ISA_PORTABLE;
+#endif
+}
+
+static nk_isa cap_from_env(nk_isa isa) {
+  const char *cap = getenv("TORCHNEURON_ISA");
+  if (!cap || !*cap) return isa;
+  for (int i = 0; i <= NK_ISA_AVX512; i++)
+    if (strcmp(cap, isa_names[i]) == 0) return i < (int)isa ? (nk_isa)i : isa;
+  fprintf(stderr, "torchneuron: ignoring TORCHNEURON_ISA=%s (expected portable, avx2 or avx512)\n",
+          cap);
+  return isa;
+}
+
+nk_isa nk_cpu_isa(void) {
+  /* Racing first callers compute the same answer; -1 means not yet known. */
+  static atomic_int cached = -1;
+  int isa = atomic_load_explicit(&cached, memory_order_relaxed);
+  if (isa < 0) {
+    isa = cap_from_env(detect());
+    atomic_store_explicit(&cached, isa, memory_order_relaxed);
+  }
+  return (nk_isa)isa;
+}

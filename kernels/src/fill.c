@@ -1,0 +1,49 @@
+/* fill.c — NK_KERNEL_FILL: out <- value, any dtype and strides.
+ * The value is converted once into the out dtype's bytes (floating dtypes
+ * take value.f, the others value.i); each row then replicates that
+ * pattern, with a constant element size so the stores vectorise. */
+#include <string.h>
+
+#include "dtype_convert.h"
+#include "kernel_entries.h"
+#include "nd_iter.h"
+#include "neuron_kernels.h"
+#include "validate.h"
+
+typedef struct fill_plan {
+  size_t size;
+  unsigned char pattern[8];
+} fill_plan;
+
+NK_INLINE void fill_row(size_t es, const unsigned char *pat, int64_t n, char *o, int64_t s) {
+  if (s == (int64_t)es)
+    for (int64_t i = 0; i < n; i++) memcpy(o + i * (int64_t)es, pat, es);
+  else
+    for (int64_t i = 0; i < n; i++) memcpy(o + i * s, pat, es);
+}
+
+static void fill_loop(void *ctx, int64_t n, char *const *data, const int64_t *s) {
+  const fill_plan *p = ctx;
+  switch (p->size) {
+  case 1:
+    if (s[0] == 1) memset(data[0], p->pattern[0], (size_t)n);
+    else fill_row(1, p->pattern, n, data[0], s[0]);
+    break;
+  case 2: fill_row(2, p->pattern, n, data[0], s[0]); break;
+  case 4: fill_row(4, p->pattern, n, data[0], s[0]); break;
+  default: fill_row(8, p->pattern, n, data[0], s[0]); break;
+  }
+}
+
+int nk_fill_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
+  if (nk_check_operands(task, ctx, "fill", 1)) return -1;
+  const nk_fill_params *prm = (const nk_fill_params *)task->params;
+  nrt_dtype t = (nrt_dtype)task->operands[0].dtype;
+  fill_plan plan = {nk_dtype_size(t), {0}};
+  if (nk_dtype_is_floating(t))
+    nk_store_f64(t, plan.pattern, prm->value.f);
+  else
+    nk_store_i64(t, plan.pattern, prm->value.i);
+  nk_for_each(task->operands, 1, fill_loop, &plan);
+  return 0;
+}

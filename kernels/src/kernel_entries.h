@@ -1,0 +1,13 @@
+/* kernel_entries.h — the executor of each kernel id (registry.c lists them). */
+#ifndef NK_KERNEL_ENTRIES_H
+#define NK_KERNEL_ENTRIES_H
+
+#include "neuron_runtime.h"
+
+int nk_copy_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+int nk_fill_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+int nk_arange_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+int nk_linspace_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+int nk_binary_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+
+#endif /* NK_KERNEL_ENTRIES_H */

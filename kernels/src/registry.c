@@ -1,0 +1,33 @@
+/* registry.c — the one table of kernel ids and their executors. */
+#include "kernel_entries.h"
+#include "neuron_kernels.h"
+
+static const struct {
+  nk_kernel_id id;
+  const char *name;
+  nrt_kernel_fn fn;
+} kernels[] = {
+    {NK_KERNEL_COPY, "copy", nk_copy_kernel},
+    {NK_KERNEL_FILL, "fill", nk_fill_kernel},
+    {NK_KERNEL_ARANGE, "arange", nk_arange_kernel},
+    {NK_KERNEL_LINSPACE, "linspace", nk_linspace_kernel},
+    {NK_KERNEL_BINARY, "binary", nk_binary_kernel},
+};
+
+_Static_assert(sizeof kernels / sizeof kernels[0] == NK_KERNEL_END - NK_KERNEL_COPY,
+               "every nk_kernel_id has a row");
+
+/* The runtime accepts re-registering an id with the same function, so
+ * calling this again is harmless. */
+nrt_status nk_register_kernels(void) {
+  for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++) {
+    nrt_status s = nrt_kernel_register(kernels[i].id, kernels[i].name, kernels[i].fn);
+    if (s != NRT_SUCCESS) return s;
+  }
+  return NRT_SUCCESS;
+}
+
+_Static_assert(sizeof(nk_fill_params) <= NRT_PARAM_BYTES && sizeof(nk_arange_params) <= NRT_PARAM_BYTES &&
+                   sizeof(nk_linspace_params) <= NRT_PARAM_BYTES &&
+                   sizeof(nk_binary_params) <= NRT_PARAM_BYTES,
+               "kernel params fit in nrt_task.params");
