@@ -7,9 +7,11 @@
  *     c10::BFloat16 (round to nearest even, subnormals kept, NaN becomes the
  *     canonical quiet NaN 0x7E00|sign resp. 0x7FC0);
  *   - double -> float16/bfloat16 goes through float32, as c10 does;
- *   - floating -> integral truncates; NaN and values outside int64 give
- *     INT64_MIN (what x86's cvttsd2si gives), and narrower types wrap the
- *     int64, as c10::convert does for uint8 — never undefined behaviour;
+ *   - floating -> integral truncates like PyTorch's x86 build, never with
+ *     undefined behaviour: int8/int16/int32 go through int32 and uint8/int64
+ *     through int64 (c10::convert's rule for uint8); NaN and values outside
+ *     that int give its minimum (what cvttss2si gives); then the result
+ *     wraps to the narrower width;
  *   - anything -> bool is (x != 0); a bool byte reads as (byte != 0).
  * Elements are read and written with memcpy, so a misaligned view is safe;
  * compilers turn it into a single move.
@@ -101,6 +103,17 @@ NK_INLINE int64_t nk_f64_to_i64(double d) {
   /* -2^63 <= d < 2^63, written so that NaN fails the test */
   if (d >= -0x1p63 && d < 0x1p63) return (int64_t)d;
   return INT64_MIN;
+}
+
+NK_INLINE int64_t nk_f64_to_i32(double d) {
+  if (d > -0x1p31 - 1 && d < 0x1p31) return (int32_t)d;
+  return INT32_MIN;
+}
+
+/* floating -> integral dtype t, before wrapping to t's width */
+NK_INLINE int64_t nk_f64_to_integral(nrt_dtype t, double d) {
+  if (t == NRT_INT8 || t == NRT_INT16 || t == NRT_INT32) return nk_f64_to_i32(d);
+  return nk_f64_to_i64(d);
 }
 
 /* Wraps an int64 to the width of integral dtype t (two's complement). */
@@ -201,7 +214,7 @@ NK_INLINE void nk_store_f32(nrt_dtype t, void *p, float v) {
   case NRT_BFLOAT16: nk_write_u16(p, nk_f32_to_bf16(v)); break;
   case NRT_FLOAT32: nk_write_f32(p, v); break;
   case NRT_FLOAT64: nk_write_f64(p, v); break;
-  default: nk_store_i64(t, p, nk_f64_to_i64(v)); break;
+  default: nk_store_i64(t, p, nk_f64_to_integral(t, v)); break;
   }
 }
 
@@ -210,7 +223,7 @@ NK_INLINE void nk_store_f64(nrt_dtype t, void *p, double v) {
   case NRT_BOOL: nk_write_u8(p, v != 0); break;
   case NRT_FLOAT16: case NRT_BFLOAT16: case NRT_FLOAT32: nk_store_f32(t, p, (float)v); break;
   case NRT_FLOAT64: nk_write_f64(p, v); break;
-  default: nk_store_i64(t, p, nk_f64_to_i64(v)); break;
+  default: nk_store_i64(t, p, nk_f64_to_integral(t, v)); break;
   }
 }
 

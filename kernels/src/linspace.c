@@ -41,7 +41,7 @@ static void linspace_range(void *arg, int64_t begin, int64_t end, int worker) {
 static double to_dtype(nrt_dtype t, double v) {
   if (nk_dtype_class(t) == NK_CLASS_FLOAT) return nk_round_f32(t, (float)v);
   if (t == NRT_FLOAT64) return v;
-  return (double)nk_wrap_i64(t, nk_f64_to_i64(v));
+  return (double)nk_wrap_i64(t, nk_f64_to_integral(t, v));
 }
 
 int nk_linspace_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {

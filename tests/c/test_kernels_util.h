@@ -1,0 +1,173 @@
+/* test_kernels_util.h — what the kernel tests share: building operands and
+ * tasks, launching through the real runtime (default stream + synchronize),
+ * running every test once per ISA the machine has (each in a forked child
+ * with TORCHNEURON_ISA set), and reference float16/bfloat16 rounding written
+ * from the definition (frexp/nearbyint on doubles), independent of the
+ * kernels' bit tricks.  Include after defining _POSIX_C_SOURCE. */
+#ifndef TEST_KERNELS_UTIL_H
+#define TEST_KERNELS_UTIL_H
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "neuron_kernels.h"
+
+static const char *const tk_dtype_names[NRT_DTYPE_COUNT] = {
+    "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64"};
+
+/* ------------------------------------------------------------ operands */
+
+static int64_t tk_size(nrt_dtype t) {
+  static const int64_t sizes[NRT_DTYPE_COUNT] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8};
+  return sizes[t];
+}
+
+/* strides in ELEMENTS (NULL: contiguous row-major), converted to bytes */
+static nrt_operand tk_operand(void *data, nrt_dtype t, int ndim, const int64_t *sizes,
+                              const int64_t *strides) {
+  nrt_operand op = {.data = data, .dtype = t, .ndim = ndim};
+  int64_t es = tk_size(t), step = es;
+  for (int d = ndim - 1; d >= 0; d--) {
+    op.sizes[d] = sizes[d];
+    op.strides[d] = strides ? strides[d] * es : step;
+    step *= sizes[d];
+  }
+  return op;
+}
+
+static inline nrt_operand tk_vector(void *data, nrt_dtype t, int64_t n) {
+  return tk_operand(data, t, 1, &n, NULL);
+}
+
+/* device memory, zeroed; tests read and write it directly after syncing */
+static void *tk_alloc(size_t bytes) {
+  void *p = NULL;
+  if (nrt_mem_alloc(nrt_stream_default(0), bytes ? bytes : 1, &p) != NRT_SUCCESS || !p) {
+    fprintf(stderr, "tk_alloc(%zu) failed: %s\n", bytes, nrt_last_error());
+    exit(2);
+  }
+  memset(p, 0, bytes ? bytes : 1);
+  return p;
+}
+
+static void tk_free(void *p) { nrt_mem_free(p); }
+
+static nrt_task tk_task(nk_kernel_id kernel, int n_operands, const nrt_operand *ops,
+                        const void *params, size_t params_size) {
+  nrt_task t = {.kernel = kernel, .n_operands = n_operands, .name = "test_kernel"};
+  for (int k = 0; k < n_operands; k++) t.operands[k] = ops[k];
+  if (params) memcpy(t.params, params, params_size);
+  return t;
+}
+
+/* Launches on the default stream and waits: the kernel's own status. */
+static nrt_status tk_run(const nrt_task *t) {
+  nrt_stream *s = nrt_stream_default(0);
+  nrt_status st = nrt_launch(s, t);
+  nrt_status sync = nrt_stream_synchronize(s);
+  return st != NRT_SUCCESS ? st : sync;
+}
+
+/* The task fails and the stream's message contains `needle`. */
+static inline int tk_fails_with(const nrt_task *t, const char *needle) {
+  nrt_status st = tk_run(t);
+  if (st == NRT_SUCCESS) return 0;
+  const char *msg = nrt_last_error();
+  if (msg && strstr(msg, needle)) return 1;
+  fprintf(stderr, "  failure message \"%s\" lacks \"%s\"\n", msg ? msg : "(null)", needle);
+  return 0;
+}
+
+/* ------------------------------------------------------ reference f16/bf16 */
+
+static double tk_f16_value(uint16_t h) {
+  int sign = h >> 15, e = (h >> 10) & 31, m = h & 1023;
+  double v = e == 31 ? (m ? NAN : INFINITY) : e == 0 ? ldexp(m, -24) : ldexp(1024 + m, e - 25);
+  return sign ? -v : v;
+}
+
+static double tk_bf16_value(uint16_t b) {
+  int sign = b >> 15, e = (b >> 7) & 255, m = b & 127;
+  double v = e == 255 ? (m ? NAN : INFINITY) : e == 0 ? ldexp(m, -133) : ldexp(128 + m, e - 134);
+  return sign ? -v : v;
+}
+
+/* x rounded to nearest even with `mant` explicit mantissa bits, smallest
+ * normal exponent emin, and largest finite exponent emax; returns the
+ * encoded bits (c10's canonical NaN given separately). */
+static uint16_t tk_round_bits(double x, int mant, int emin, int emax, uint16_t nan_bits) {
+  int ebits = mant == 10 ? 5 : 8, bias = (1 << (ebits - 1)) - 1;
+  if (isnan(x)) return nan_bits;
+  uint16_t sign = signbit(x) ? 0x8000 : 0;
+  double a = fabs(x);
+  if (a == 0) return sign;
+  int e;
+  frexp(a, &e); /* a = f * 2^e, f in [0.5, 1) */
+  int lead = e - 1 < emin ? emin : e - 1;
+  double quantum = ldexp(1, lead - mant);
+  double v = nearbyint(a / quantum) * quantum;
+  if (v >= ldexp(1, emax + 1)) return sign | (uint16_t)(((1 << ebits) - 1) << mant);
+  if (v < ldexp(1, emin)) return sign | (uint16_t)(v / ldexp(1, emin - mant));
+  frexp(v, &e);
+  uint16_t m = (uint16_t)(v / ldexp(1, e - 1 - mant) - ldexp(1, mant));
+  return sign | (uint16_t)((e - 1 + bias) << mant) | m;
+}
+
+/* PyTorch rounds double -> half through float, hence the (float). */
+static uint16_t tk_f16_bits(double x) {
+  float f = (float)x;
+  return tk_round_bits(f, 10, -14, 15, signbit(f) ? 0xFE00 : 0x7E00);
+}
+static uint16_t tk_bf16_bits(double x) { return tk_round_bits((float)x, 7, -126, 127, 0x7FC0); }
+
+/* ------------------------------------------------------------------ random */
+
+static uint64_t tk_rng = 0x9E3779B97F4A7C15ull;
+static uint64_t tk_rand(void) {
+  tk_rng ^= tk_rng << 13;
+  tk_rng ^= tk_rng >> 7;
+  tk_rng ^= tk_rng << 17;
+  return tk_rng;
+}
+
+/* ---------------------------------------------------------- per-ISA runner */
+
+/* Runs `tests` in a child process per ISA level (portable, avx2, avx512)
+ * that the machine supports; the parent checks every child passed. */
+static int tk_main(void (*tests)(void), const char *file) {
+  static const char *const isas[] = {"portable", "avx2", "avx512"};
+  fflush(stdout);
+  for (int i = 0; i < 3; i++) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      check_passed_ = check_failed_ = 0; /* count this child's checks only */
+      setenv("TORCHNEURON_ISA", isas[i], 1);
+      if (strcmp(nk_isa_name(nk_cpu_isa()), isas[i]) != 0) {
+        printf("[isa %s] not supported here, skipped\n", isas[i]);
+        _exit(0);
+      }
+      if (nrt_init() != NRT_SUCCESS || nk_register_kernels() != NRT_SUCCESS) {
+        fprintf(stderr, "init failed: %s\n", nrt_last_error());
+        _exit(2);
+      }
+      CHECK_OK(nk_register_kernels()); /* idempotent */
+      tests();
+      printf("%s [isa %s] ", file, isas[i]);
+      int rc = CHECK_SUMMARY();
+      fflush(stdout);
+      exit(rc);
+    }
+    int status = 0;
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  return CHECK_SUMMARY();
+}
+
+#endif /* TEST_KERNELS_UTIL_H */
