@@ -1,3 +1,4 @@
+#define _GNU_SOURCE /* setenv, usleep */
 /* Configuration parsing: strict, every bad value rejected. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+#define _GNU_SOURCE /* setenv, usleep */
 /* Caching allocator: stats, splitting/merging, stream-ordered reuse,
  * record_stream, OOM and recovery, empty_cache, pinned memory. */
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+#define _GNU_SOURCE /* setenv, usleep */
 /* Streams, events, errors, launch-blocking, copies, the compute pool,
  * tracing, and many host threads on many streams at once. */
 #include <pthread.h>
