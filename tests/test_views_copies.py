@@ -4,6 +4,8 @@ through the CPU fails.  References are the same ops on CPU tensors."""
 import pytest
 import torch
 
+from conftest import assert_same
+
 pytestmark = pytest.mark.usefixtures("native")
 
 ALL_DTYPES = [torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32,
@@ -15,7 +17,8 @@ def equal(x, expected):
     assert x.device.type == "neuron", x.device
     assert x.dtype == expected.dtype, (x.dtype, expected.dtype)
     assert x.shape == expected.shape, (x.shape, expected.shape)
-    assert torch.equal(x.cpu(), expected), (x.cpu(), expected)
+    # Exact, with NaN == NaN (bit patterns reinterpreted as floats can be NaN).
+    torch.testing.assert_close(x.cpu(), expected, rtol=0, atol=0, equal_nan=True)
 
 
 # ----------------------------------------------------------------- factories
@@ -69,8 +72,16 @@ def test_arange(args, kwargs):
     (1, 0, 9, torch.float16), (0, 1, 0, torch.float32), (-1, 1, 1001, torch.float64),
 ])
 def test_linspace(start, end, steps, dtype):
-    equal(torch.linspace(start, end, steps, dtype=dtype, device="neuron"),
-          torch.linspace(start, end, steps, dtype=dtype))
+    x = torch.linspace(start, end, steps, dtype=dtype, device="neuron")
+    expected = torch.linspace(start, end, steps, dtype=dtype)
+    if dtype.is_floating_point:
+        # CPU's own result depends on its vector width (lanes are base + i * step
+        # from each vector's first element), so elements may differ by an ulp.
+        assert_same(x, expected)
+        if steps > 0:  # but both ends are exact: the formula counts from each end
+            assert (x[0].item(), x[-1].item()) == (expected[0].item(), expected[-1].item())
+    else:
+        equal(x, expected)
 
 
 @pytest.mark.parametrize("shape", [(4,), (3, 5), (5, 2), (0,), (1, 1)])
@@ -353,7 +364,7 @@ def test_binary_matches_cpu(name, dtype):
     na, nb = a.to("neuron"), b.to("neuron")
     equal(operator(na, nb), operator(a, b))
     equal(fn(na, nb.t().contiguous().t()), fn(a, b))  # strided operand
-    equal(operator(na[:, ::2], nb[:, 1::2]), operator(a[:, ::2], b[:, 1::2]))
+    equal(operator(na[:, :4:2], nb[:, 1::2]), operator(a[:, :4:2], b[:, 1::2]))
 
 
 @pytest.mark.parametrize("name", BINARY)
