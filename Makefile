@@ -25,18 +25,18 @@ build: $(DEPS)
 	$(VPY) -m pip install -q --no-build-isolation --no-deps -e .
 
 # The C layers alone, no PyTorch: build/c (ninja comes from the venv).
-CMAKE_C := cmake -G Ninja -DCMAKE_MAKE_PROGRAM=$(abspath $(VENV))/bin/ninja -DTORCHNEURON_PYTHON=OFF
+CMAKE_C := cmake -G Ninja -DCMAKE_MAKE_PROGRAM=$(abspath $(VENV))/bin/ninja -DTORCHNEURON_PYTHON=OFF -DTORCHNEURON_C_TESTS=ON
 ctest: $(DEPS)
 	$(CMAKE_C) -S . -B build/c -DCMAKE_BUILD_TYPE=Release >/dev/null
 	cmake --build build/c
-	ctest --test-dir build/c --output-on-failure
+	tests/c/run_all.sh build/c
 
 # The same C tests under AddressSanitizer + UndefinedBehaviorSanitizer.
 sanitize: $(DEPS)
 	$(CMAKE_C) -S . -B build/sanitize -DTORCHNEURON_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
 	cmake --build build/sanitize
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --test-dir build/sanitize --output-on-failure
+	  tests/c/run_all.sh build/sanitize
 
 # pytest exits 5 when it collected nothing: that is a failure here, not a pass.
 pytest: build
