@@ -129,7 +129,7 @@ static uint16_t tk_bf16_bits(double x) { return tk_round_bits((float)x, 7, -126,
 /* ------------------------------------------------------------------ random */
 
 static uint64_t tk_rng = 0x9E3779B97F4A7C15ull;
-static uint64_t tk_rand(void) {
+static inline uint64_t tk_rand(void) {
   tk_rng ^= tk_rng << 13;
   tk_rng ^= tk_rng >> 7;
   tk_rng ^= tk_rng << 17;
