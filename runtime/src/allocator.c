@@ -15,8 +15,10 @@
  * - A segment goes back to the arena (empty_cache, OOM retry) only once the
  *   stream that last freed into it has run past that free, so no queued
  *   task can touch memory that another stream now owns.
- * - Out of memory: synchronise the device, release every unused segment,
- *   retry once, then NRT_ERROR_OUT_OF_MEMORY. Nothing aborts. */
+ * - Out of memory: wait for the device, release every unused segment,
+ *   retry once, then NRT_ERROR_OUT_OF_MEMORY. Nothing aborts.  The wait
+ *   (here and in empty_cache) leaves kernel errors on their streams: they
+ *   belong to whoever synchronises next, not to an allocation. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -252,8 +254,7 @@ nrt_status nrt_mem_alloc(nrt_stream *s, size_t bytes, void **ptr) {
   block *b = take_block(a, s, pool, size);
   if (!b) { /* flush the cache and retry once, as CUDA's allocator does */
     pthread_mutex_unlock(&a->lock);
-    nrt_status sync = nrt_device_synchronize(a->dev->index);
-    (void)sync; /* kernel errors stay for the caller's next sync... */
+    nrt_device_wait_idle(a->dev);
     pthread_mutex_lock(&a->lock);
     a->st.retry_count++;
     process_pending(a);
@@ -372,18 +373,18 @@ nrt_status nrt_mem_record_stream(void *ptr, nrt_stream *s) {
 
 nrt_status nrt_mem_empty_cache(int device) {
   nrt_device *d = nrt_device_get(device);
-  if (!d) return NRT_ERROR_INVALID_DEVICE;
-  nrt_status sync = nrt_device_synchronize(device);
+  if (!d) return nrt_device_error();
+  nrt_device_wait_idle(d); /* kernel errors stay for the next synchronisation */
   pthread_mutex_lock(&d->alloc->lock);
   process_pending(d->alloc);
   release_cached(d->alloc);
   pthread_mutex_unlock(&d->alloc->lock);
-  return sync;
+  return NRT_SUCCESS;
 }
 
 nrt_status nrt_mem_stats_get(int device, nrt_mem_stats *stats) {
   nrt_device *d = nrt_device_get(device);
-  if (!d) return NRT_ERROR_INVALID_DEVICE;
+  if (!d) return nrt_device_error();
   if (!stats) return nrt_fail(NRT_ERROR_INVALID_ARGUMENT, "stats is NULL");
   nrt_allocator *a = d->alloc;
   pthread_mutex_lock(&a->lock);
@@ -400,7 +401,7 @@ nrt_status nrt_mem_stats_get(int device, nrt_mem_stats *stats) {
 
 nrt_status nrt_mem_stats_reset_peak(int device) {
   nrt_device *d = nrt_device_get(device);
-  if (!d) return NRT_ERROR_INVALID_DEVICE;
+  if (!d) return nrt_device_error();
   nrt_mem_stats *st = &d->alloc->st;
   pthread_mutex_lock(&d->alloc->lock);
   st->allocated_bytes_peak = st->allocated_bytes;
@@ -415,7 +416,7 @@ nrt_status nrt_mem_stats_reset_peak(int device) {
 
 nrt_status nrt_mem_info(int device, size_t *free_bytes, size_t *total_bytes) {
   nrt_device *d = nrt_device_get(device);
-  if (!d) return NRT_ERROR_INVALID_DEVICE;
+  if (!d) return nrt_device_error();
   if (!free_bytes || !total_bytes) return nrt_fail(NRT_ERROR_INVALID_ARGUMENT, "NULL argument");
   pthread_mutex_lock(&d->alloc->lock);
   *total_bytes = nrt_arena_capacity(d->arena);

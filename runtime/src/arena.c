@@ -1,8 +1,9 @@
 /* arena.c — a device's HBM: one reservation of address space
- * (MAP_NORESERVE, so pages are committed only when touched), handed out in
- * segments aligned to 2 MiB by first fit over an address-ordered list of
- * free ranges that coalesces on release.  Released ranges give their pages
- * back to the OS (MADV_DONTNEED).  The allocator above serialises calls. */
+ * (MAP_NORESERVE, so pages are committed only when touched) that starts on
+ * a 2 MiB boundary, handed out in segments of whole 2 MiB units by first
+ * fit over an address-ordered list of free ranges that coalesces on
+ * release.  Released ranges give their pages back to the OS
+ * (MADV_DONTNEED).  The allocator above serialises calls. */
 #include <stdlib.h>
 #include <sys/mman.h>
 
@@ -20,16 +21,29 @@ struct nrt_arena {
   range *free_list; /* address order */
 };
 
+/* Reserves capacity bytes starting at a 2 MiB boundary (so segments can be
+ * backed by huge pages): over-reserve by one alignment, trim both ends. */
+static char *reserve_aligned(size_t capacity) {
+  size_t span = capacity + NRT_SEGMENT_ALIGN;
+  char *raw = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+  if (raw == MAP_FAILED) return NULL;
+  uintptr_t mask = NRT_SEGMENT_ALIGN - 1;
+  char *base = (char *)(((uintptr_t)raw + mask) & ~mask);
+  if (base > raw) munmap(raw, (size_t)(base - raw));
+  size_t tail = (size_t)(raw + span - (base + capacity));
+  if (tail) munmap(base + capacity, tail);
+  return base;
+}
+
 nrt_status nrt_arena_create(uint64_t capacity, nrt_arena **out) {
   capacity &= ~(uint64_t)(NRT_SEGMENT_ALIGN - 1);
   nrt_arena *a = calloc(1, sizeof *a);
   range *all = calloc(1, sizeof *all);
-  void *base = mmap(NULL, capacity, PROT_READ | PROT_WRITE,
-                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (!a || !all || base == MAP_FAILED) {
+  char *base = a && all ? reserve_aligned(capacity) : NULL;
+  if (!base) {
     free(a);
     free(all);
-    if (base != MAP_FAILED) munmap(base, capacity);
     return nrt_fail(NRT_ERROR_INTERNAL, "cannot reserve %llu bytes of address space for HBM",
                     (unsigned long long)capacity);
   }

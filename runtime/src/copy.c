@@ -25,11 +25,13 @@ static void copy_staged(void *arg) {
   free(s);
 }
 
-/* A device range must lie inside one device's HBM. */
+/* *device gets the device whose HBM holds p (-1: host memory); a device
+ * range must end inside that same HBM. */
 static int device_range(const void *p, size_t bytes, int *device) {
   *device = nrt_mem_device_of(p);
   if (*device < 0) return 1;
-  return nrt_mem_device_of((const char *)p + bytes - 1) == *device;
+  uintptr_t last = (uintptr_t)p + (bytes - 1);
+  return last >= (uintptr_t)p && nrt_mem_device_of((const void *)last) == *device;
 }
 
 nrt_status nrt_memcpy_async(nrt_stream *s, void *dst, const void *src, size_t bytes) {
@@ -40,8 +42,8 @@ nrt_status nrt_memcpy_async(nrt_stream *s, void *dst, const void *src, size_t by
   if (!device_range(dst, bytes, &dd) || !device_range(src, bytes, &sd))
     return nrt_fail(NRT_ERROR_INVALID_ARGUMENT,
                     "nrt_memcpy_async: %zu bytes run past the end of device memory", bytes);
-  int dst_async = dd >= 0 || nrt_host_is_pinned(dst);
-  int src_async = sd >= 0 || nrt_host_is_pinned(src);
+  int dst_async = dd >= 0 || nrt_host_range_pinned(dst, bytes);
+  int src_async = sd >= 0 || nrt_host_range_pinned(src, bytes);
 
   if (dst_async && src_async) {
     nrt_task t = {.kernel = NRT_KERNEL_MEMCPY, .name = "memcpy"};

@@ -53,8 +53,7 @@ nrt_device *nrt_device_get(int index) {
   return &devices[index];
 }
 
-/* The status a NULL from nrt_device_get stands for. */
-static nrt_status device_error(void) {
+nrt_status nrt_device_error(void) {
   return init_status != NRT_SUCCESS ? init_status : NRT_ERROR_INVALID_DEVICE;
 }
 
@@ -68,7 +67,7 @@ nrt_status nrt_device_count(int *count) {
 nrt_status nrt_device_props_get(int device, nrt_device_props *props) {
   if (!props) return nrt_fail(NRT_ERROR_INVALID_ARGUMENT, "props is NULL");
   nrt_device *d = nrt_device_get(device);
-  if (!d) return device_error();
+  if (!d) return nrt_device_error();
   memset(props, 0, sizeof *props);
   snprintf(props->name, sizeof props->name, "Virtual NeuronCore v1");
   props->hbm_bytes = nrt_arena_capacity(d->arena);
@@ -80,7 +79,7 @@ nrt_status nrt_device_props_get(int device, nrt_device_props *props) {
 }
 
 nrt_status nrt_device_current_set(int device) {
-  if (!nrt_device_get(device)) return device_error();
+  if (!nrt_device_get(device)) return nrt_device_error();
   current_device = device;
   return NRT_SUCCESS;
 }
@@ -92,9 +91,16 @@ nrt_status nrt_device_current_get(int *device) {
   return s;
 }
 
+void nrt_device_wait_idle(nrt_device *d) {
+  for (int i = 0; i < NRT_STREAM_SLOTS; i++) {
+    nrt_stream *s = atomic_load(&d->streams[i]);
+    if (s) nrt_stream_wait_seq(s, nrt_stream_launched(s));
+  }
+}
+
 nrt_status nrt_device_synchronize(int device) {
   nrt_device *d = nrt_device_get(device);
-  if (!d) return device_error();
+  if (!d) return nrt_device_error();
   nrt_status first = NRT_SUCCESS;
   char message[1024] = "";
   for (int i = 0; i < NRT_STREAM_SLOTS; i++) {

@@ -8,8 +8,12 @@
 
 #include "internal.h"
 
+static int is_digit(char c) { return c >= '0' && c <= '9'; }
+
+/* strtol alone would accept " 4" and "+4"; a value must start with a digit
+ * (or '-' and a digit). */
 int nrt_parse_int(const char *text, long lo, long hi, long *out) {
-  if (!text || !*text) return -1;
+  if (!text || !(is_digit(text[0]) || (text[0] == '-' && is_digit(text[1])))) return -1;
   char *end;
   errno = 0;
   long v = strtol(text, &end, 10);
@@ -19,7 +23,7 @@ int nrt_parse_int(const char *text, long lo, long hi, long *out) {
 }
 
 int nrt_parse_size(const char *text, uint64_t *out) {
-  if (!text || *text < '0' || *text > '9') return -1;
+  if (!text || !is_digit(text[0])) return -1;
   char *end;
   errno = 0;
   unsigned long long v = strtoull(text, &end, 10);

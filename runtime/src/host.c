@@ -73,11 +73,18 @@ nrt_status nrt_host_free(void *ptr) {
   return NRT_SUCCESS;
 }
 
-int nrt_host_is_pinned(const void *ptr) {
-  if (!ptr) return 0;
+int nrt_host_range_pinned(const void *ptr, size_t bytes) {
+  if (!ptr || bytes == 0) return 0;
+  uintptr_t p = (uintptr_t)ptr;
   pthread_mutex_lock(&lock);
   size_t at = upper_bound(ptr);
-  int yes = at > 0 && (const char *)ptr < blocks[at - 1].base + blocks[at - 1].size;
+  int yes = 0;
+  if (at > 0) {
+    uintptr_t base = (uintptr_t)blocks[at - 1].base, size = blocks[at - 1].size;
+    yes = p - base < size && bytes <= size - (p - base);
+  }
   pthread_mutex_unlock(&lock);
   return yes;
 }
+
+int nrt_host_is_pinned(const void *ptr) { return nrt_host_range_pinned(ptr, 1); }

@@ -20,7 +20,8 @@ typedef struct nrt_config {
   int launch_blocking;
   size_t trace_capacity;
 } nrt_config;
-/* Parsers are exposed for the tests: 0 on success, -1 with a message. */
+/* Parsers are exposed for the tests: 0 on success, -1 on malformed or
+ * out-of-range text (the caller names the variable in its message). */
 int nrt_parse_size(const char *text, uint64_t *out);
 int nrt_parse_int(const char *text, long lo, long hi, long *out);
 nrt_status nrt_config_from_env(nrt_config *cfg);
@@ -44,7 +45,13 @@ typedef struct nrt_device {
 extern nrt_config nrt_cfg;
 /* Lazily initialises; NULL (and a message) on a bad index or failed init. */
 nrt_device *nrt_device_get(int index);
+/* The status a NULL from nrt_device_get stands for (bad index, or the
+ * failed initialisation's). */
+nrt_status nrt_device_error(void);
 nrt_status nrt_ensure_init(void);
+/* Waits for the work launched so far on every stream of d, leaving kernel
+ * errors on their streams for the caller's next synchronisation. */
+void nrt_device_wait_idle(nrt_device *d);
 
 /* ---- arena.c: segments of a device's reserved address space. */
 #define NRT_SEGMENT_ALIGN ((size_t)2 << 20)
@@ -86,8 +93,11 @@ nrt_stream *nrt_stream_create_internal(nrt_device *dev, int64_t id, int priority
 void nrt_stream_wait_seq(nrt_stream *s, uint64_t seq);
 uint64_t nrt_stream_launched(const nrt_stream *s);
 uint64_t nrt_stream_completed(const nrt_stream *s);
-/* Launch without the launch-blocking wait (internal tasks). */
-nrt_status nrt_launch_nowait(nrt_stream *s, const nrt_task *task);
+/* Queues a task without nrt_launch's checks or its launch-blocking wait
+ * (the runtime's own tasks, e.g. events).  *seq (may be NULL) gets the
+ * stream's launch count including this task: it has run once
+ * nrt_stream_completed reaches that value. */
+nrt_status nrt_launch_internal(nrt_stream *s, const nrt_task *task, uint64_t *seq);
 
 /* Overrides TORCHNEURON_LAUNCH_BLOCKING (tests); -1 restores it. */
 void nrt_testing_set_launch_blocking(int on);
@@ -95,6 +105,9 @@ void nrt_testing_set_launch_blocking(int on);
 /* ---- event.c: executed by the stream worker. */
 void nrt_event_run_record(const nrt_task *t);
 void nrt_event_run_wait(const nrt_task *t);
+
+/* ---- host.c: 1 if [ptr, ptr + bytes) lies inside one live pinned block. */
+int nrt_host_range_pinned(const void *ptr, size_t bytes);
 
 /* ---- trace.c */
 void nrt_trace_init(size_t capacity);

@@ -51,7 +51,8 @@ nrt_status nrt_kernel_register(uint32_t id, const char *name, nrt_kernel_fn fn) 
 
 struct nrt_exec_ctx {
   nrt_stream *stream;
-  void *sbuf;
+  void *sbuf; /* mmap'd at first use: a worker that never asks costs nothing */
+  int failed; /* nrt_exec_fail was called for the running task */
   char message[512];
 };
 
@@ -66,6 +67,7 @@ void *nrt_exec_sbuf(nrt_exec_ctx *ctx) {
 }
 
 void nrt_exec_fail(nrt_exec_ctx *ctx, const char *fmt, ...) {
+  ctx->failed = 1;
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(ctx->message, sizeof ctx->message, fmt, ap);
@@ -118,7 +120,7 @@ nrt_stream *nrt_stream_default(int device) {
 nrt_status nrt_stream_from_pool(int device, int priority, nrt_stream **out) {
   if (!out) return nrt_fail(NRT_ERROR_INVALID_ARGUMENT, "out is NULL");
   nrt_device *d = nrt_device_get(device);
-  if (!d) return NRT_ERROR_INVALID_DEVICE;
+  if (!d) return nrt_device_error();
   int high = priority < 0;
   pthread_mutex_lock(&d->streams_lock);
   unsigned k = d->next_in_pool[high]++ % NRT_STREAMS_PER_POOL;
@@ -131,7 +133,7 @@ nrt_status nrt_stream_from_pool(int device, int priority, nrt_stream **out) {
 nrt_status nrt_stream_get(int device, int64_t id, nrt_stream **out) {
   if (!out) return nrt_fail(NRT_ERROR_INVALID_ARGUMENT, "out is NULL");
   nrt_device *d = nrt_device_get(device);
-  if (!d) return NRT_ERROR_INVALID_DEVICE;
+  if (!d) return nrt_device_error();
   if (id == 0) {
     *out = nrt_stream_default(device);
     return *out ? NRT_SUCCESS : NRT_ERROR_INTERNAL;
@@ -184,7 +186,9 @@ static int execute(nrt_exec_ctx *ctx, const nrt_task *t) {
     default: {
       nrt_kernel_fn fn = atomic_load(&kernel_table[t->kernel]);
       ctx->message[0] = '\0';
-      return fn(t, ctx);
+      ctx->failed = 0;
+      int rc = fn(t, ctx);
+      return rc != 0 || ctx->failed; /* failing is failing, whatever it returns */
     }
   }
 }
@@ -265,8 +269,10 @@ static nrt_status check_task(const nrt_task *t) {
     return nrt_fail(NRT_ERROR_INVALID_ARGUMENT, "%s: %d operands (at most %d)",
                     t->name ? t->name : "task", t->n_operands, NRT_MAX_OPERANDS);
   if (t->kernel < NRT_KERNEL_FIRST_USER) {
-    if (t->kernel > NRT_KERNEL_HOST_FN)
-      return nrt_fail(NRT_ERROR_UNKNOWN_KERNEL, "%s: reserved kernel id %u",
+    /* Event tasks carry runtime-private pointers: only event.c queues them. */
+    if (t->kernel == NRT_KERNEL_EVENT_RECORD || t->kernel == NRT_KERNEL_EVENT_WAIT ||
+        t->kernel > NRT_KERNEL_HOST_FN)
+      return nrt_fail(NRT_ERROR_UNKNOWN_KERNEL, "%s: kernel id %u is reserved for the runtime",
                       t->name ? t->name : "task", t->kernel);
     if (t->kernel == NRT_KERNEL_HOST_FN && !((const nrt_host_fn_params *)t->params)->fn)
       return nrt_fail(NRT_ERROR_INVALID_ARGUMENT, "host function task without a function");
@@ -298,10 +304,8 @@ static void copy_task(nrt_task *dst, const nrt_task *src) {
   memcpy(dst->params, src->params, sizeof dst->params);
 }
 
-nrt_status nrt_launch_nowait(nrt_stream *s, const nrt_task *task) {
-  if (!s || !task) return nrt_fail(NRT_ERROR_INVALID_ARGUMENT, "nrt_launch: NULL argument");
-  nrt_status st = check_task(task);
-  if (st == NRT_SUCCESS) st = start_worker(s);
+nrt_status nrt_launch_internal(nrt_stream *s, const nrt_task *task, uint64_t *seq) {
+  nrt_status st = start_worker(s);
   if (st != NRT_SUCCESS) return st;
   pthread_mutex_lock(&s->push_lock);
   uint64_t t = atomic_load_explicit(&s->tail, memory_order_relaxed);
@@ -317,6 +321,7 @@ nrt_status nrt_launch_nowait(nrt_stream *s, const nrt_task *task) {
   if (nrt_trace_enabled()) s->enqueue_ns[t % RING_TASKS] = nrt_now_ns();
   atomic_store(&s->tail, t + 1);
   pthread_mutex_unlock(&s->push_lock);
+  if (seq) *seq = t + 1;
   if (atomic_load(&s->worker_sleeping)) {
     pthread_mutex_lock(&s->lock);
     pthread_cond_signal(&s->work_cv);
@@ -330,7 +335,9 @@ static _Atomic int launch_blocking_override = -1; /* tests */
 void nrt_testing_set_launch_blocking(int on) { atomic_store(&launch_blocking_override, on); }
 
 nrt_status nrt_launch(nrt_stream *s, const nrt_task *task) {
-  nrt_status st = nrt_launch_nowait(s, task);
+  if (!s || !task) return nrt_fail(NRT_ERROR_INVALID_ARGUMENT, "nrt_launch: NULL argument");
+  nrt_status st = check_task(task);
+  if (st == NRT_SUCCESS) st = nrt_launch_internal(s, task, NULL);
   int override = atomic_load(&launch_blocking_override);
   int blocking = override >= 0 ? override : nrt_cfg.launch_blocking;
   if (st != NRT_SUCCESS || !blocking) return st;

@@ -1,5 +1,7 @@
 /* trace.c — the bounded ring of executed-task records the profiler drains.
- * Full ring: the oldest record is overwritten and counted as dropped. */
+ * Full ring: the oldest record is overwritten and counted as dropped.
+ * Enabling clears the ring; disabling keeps it, so a profiler can stop
+ * tracing and then drain.  One mutex: adds happen only while tracing. */
 #include <stdlib.h>
 #include <time.h>
 
@@ -22,9 +24,11 @@ uint64_t nrt_now_ns(void) {
 void nrt_trace_enable(int on) {
   if (nrt_ensure_init() != NRT_SUCCESS) return;
   pthread_mutex_lock(&lock);
-  if (on && !ring) ring = calloc(capacity, sizeof *ring);
-  first = count = 0;
-  dropped = 0;
+  if (on) { /* a fresh session; turning off keeps the records for the drain */
+    if (!ring) ring = calloc(capacity, sizeof *ring);
+    first = count = 0;
+    dropped = 0;
+  }
   atomic_store(&enabled, on && ring);
   pthread_mutex_unlock(&lock);
 }
