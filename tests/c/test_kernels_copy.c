@@ -6,79 +6,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "test_kernels_util.h"
 
-/* one source element: its exact value (integral or floating) */
-typedef struct value {
-  int is_int;
-  int64_t i;
-  double f;
-} value;
-
-static int is_integral(nrt_dtype t) { return t <= NRT_INT64; }
-
-static uint64_t raw_mask(nrt_dtype t) {
-  int64_t s = tk_size(t);
-  return s == 8 ? ~0ull : (1ull << (8 * s)) - 1;
-}
-
-/* writes v into memory as dtype t (v must be representable) */
-static void put(nrt_dtype t, void *p, value v) {
-  union { uint8_t u8; int8_t i8; int16_t i16; int32_t i32; int64_t i64; uint16_t h; float f; double d; } u;
-  switch (t) {
-  case NRT_BOOL: case NRT_UINT8: u.u8 = (uint8_t)v.i; break;
-  case NRT_INT8: u.i8 = (int8_t)v.i; break;
-  case NRT_INT16: u.i16 = (int16_t)v.i; break;
-  case NRT_INT32: u.i32 = (int32_t)v.i; break;
-  case NRT_INT64: u.i64 = v.i; break;
-  case NRT_FLOAT16: u.h = tk_f16_bits(v.f); break;
-  case NRT_BFLOAT16: u.h = tk_bf16_bits(v.f); break;
-  case NRT_FLOAT32: u.f = (float)v.f; break;
-  default: u.d = v.f; break;
-  }
-  memcpy(p, &u, (size_t)tk_size(t));
-}
-
-/* the value that put() actually stored */
-static value stored(nrt_dtype t, value v) {
-  if (t == NRT_FLOAT16) v.f = tk_f16_value(tk_f16_bits(v.f));
-  else if (t == NRT_BFLOAT16) v.f = tk_bf16_value(tk_bf16_bits(v.f));
-  else if (t == NRT_FLOAT32) v.f = (float)v.f;
-  return v;
-}
-
-/* expected bytes of v converted to dtype to */
-static uint64_t expected(value v, nrt_dtype to) {
-  uint64_t raw = 0;
-  if (to == NRT_BOOL) return v.is_int ? v.i != 0 : v.f != 0 || isnan(v.f);
-  if (is_integral(to)) {
-    int64_t r = v.i;
-    if (!v.is_int) {
-      int via32 = to == NRT_INT8 || to == NRT_INT16 || to == NRT_INT32;
-      double lo = via32 ? -2147483648.0 : -9223372036854775808.0, hi = -lo;
-      double t = trunc(v.f);
-      r = (t >= lo && t < hi) ? (int64_t)t : via32 ? INT32_MIN : INT64_MIN;
-    }
-    return (uint64_t)r & raw_mask(to);
-  }
-  float f = v.is_int ? (float)v.i : (float)v.f;
-  double d = v.is_int ? (double)v.i : v.f;
-  uint16_t h;
-  switch (to) {
-  case NRT_FLOAT16: h = tk_f16_bits(f); memcpy(&raw, &h, 2); break;
-  case NRT_BFLOAT16: h = tk_bf16_bits(f); memcpy(&raw, &h, 2); break;
-  case NRT_FLOAT32: memcpy(&raw, &f, 4); break;
-  default: memcpy(&raw, &d, 8); break;
-  }
-  return raw;
-}
-
-static uint64_t got_raw(nrt_dtype t, const void *p) {
-  uint64_t raw = 0;
-  memcpy(&raw, p, (size_t)tk_size(t));
-  return raw;
-}
-
 /* The source values of dtype t (fills out[], returns the count). */
-static int source_values(nrt_dtype t, value *out) {
+static int source_values(nrt_dtype t, tk_value *out) {
   static const int64_t ints[] = {0, 1, -1, 2, 7, -7, 100, 127, -128, 128, 255, 256, -129, 300, -300,
                                  1000, 32767, -32768, 32768, 65535, 65536, 70000, 16777217,
                                  2147483647, -2147483647 - 1, 2147483648ll, 5000000000ll,
@@ -90,26 +19,26 @@ static int source_values(nrt_dtype t, value *out) {
       -0x1p63, 0x1p64, 1e20, -1e20, 123456.789, 70000.5, -2147483648.5};
   int n = 0;
   if (t == NRT_BOOL) {
-    out[n++] = (value){1, 0, 0};
-    out[n++] = (value){1, 1, 0};
-  } else if (is_integral(t)) {
+    out[n++] = (tk_value){1, 0, 0};
+    out[n++] = (tk_value){1, 1, 0};
+  } else if (tk_is_integral(t)) {
     int bits = 8 * (int)tk_size(t);
     for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++) {
       int64_t v = ints[k];
       int fits = bits == 64 || (t == NRT_UINT8 ? v >= 0 && v < 256
                                                : v >= -(1ll << (bits - 1)) && v < (1ll << (bits - 1)));
-      if (fits) out[n++] = (value){1, v, 0};
+      if (fits) out[n++] = (tk_value){1, v, 0};
     }
   } else {
     for (size_t k = 0; k < sizeof floats / sizeof floats[0]; k++)
-      out[n++] = stored(t, (value){0, 0, floats[k]});
+      out[n++] = tk_stored(t, (tk_value){0, 0, floats[k]});
   }
   return n;
 }
 
 /* Copies `in` (sizes/strides in elements) into a contiguous output and
  * checks each element against the reference of the input element it reads. */
-static int check_layout(nrt_dtype from, nrt_dtype to, const value *vals, int nvals, int ndim,
+static int check_layout(nrt_dtype from, nrt_dtype to, const tk_value *vals, int nvals, int ndim,
                         const int64_t *sizes, const int64_t *in_strides, int64_t in_offset) {
   int64_t numel = 1, span = 1;
   for (int d = 0; d < ndim; d++) {
@@ -119,7 +48,7 @@ static int check_layout(nrt_dtype from, nrt_dtype to, const value *vals, int nva
   char *in = tk_alloc((size_t)((span + in_offset) * tk_size(from)));
   char *out = tk_alloc((size_t)(numel * tk_size(to)));
   /* input memory element j holds vals[j % nvals] */
-  for (int64_t j = 0; j < span + in_offset; j++) put(from, in + j * tk_size(from), vals[j % nvals]);
+  for (int64_t j = 0; j < span + in_offset; j++) tk_put(from, in + j * tk_size(from), vals[j % nvals]);
   nrt_operand ops[2] = {tk_operand(out, to, ndim, sizes, NULL),
                         tk_operand(in + in_offset * tk_size(from), from, ndim, sizes, in_strides)};
   nrt_task t = tk_task(NK_KERNEL_COPY, 2, ops, NULL, 0);
@@ -130,8 +59,8 @@ static int check_layout(nrt_dtype from, nrt_dtype to, const value *vals, int nva
       off += (rest % sizes[d]) * in_strides[d];
       rest /= sizes[d];
     }
-    value v = vals[off % nvals];
-    uint64_t want = expected(v, to), got = got_raw(to, out + lin * tk_size(to));
+    tk_value v = vals[off % nvals];
+    uint64_t want = tk_expected(v, to), got = tk_raw(to, out + lin * tk_size(to));
     if (want != got) {
       fprintf(stderr, "  %s -> %s: element %lld (value %lld / %g) gave 0x%llx, want 0x%llx\n",
               tk_dtype_names[from], tk_dtype_names[to], (long long)lin, (long long)v.i, v.f,
@@ -145,7 +74,7 @@ static int check_layout(nrt_dtype from, nrt_dtype to, const value *vals, int nva
 }
 
 static void test_all_pairs(void) {
-  value vals[64];
+  tk_value vals[64];
   for (nrt_dtype from = 0; from < NRT_DTYPE_COUNT; from++) {
     int n = source_values(from, vals);
     for (nrt_dtype to = 0; to < NRT_DTYPE_COUNT; to++) {
@@ -186,7 +115,7 @@ static void test_edge_shapes(void) {
 /* Big enough to split across the compute pool, in layouts that make the
  * chunks start mid-row. */
 static void test_parallel(void) {
-  value vals[64];
+  tk_value vals[64];
   int n = source_values(NRT_FLOAT32, vals);
   int64_t s1[1] = {300001}, st1[1] = {1};
   CHECK(check_layout(NRT_FLOAT32, NRT_FLOAT16, vals, n, 1, s1, st1, 0));

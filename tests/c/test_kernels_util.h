@@ -23,13 +23,13 @@ static const char *const tk_dtype_names[NRT_DTYPE_COUNT] = {
 
 /* ------------------------------------------------------------ operands */
 
-static int64_t tk_size(nrt_dtype t) {
+static inline int64_t tk_size(nrt_dtype t) {
   static const int64_t sizes[NRT_DTYPE_COUNT] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8};
   return sizes[t];
 }
 
 /* strides in ELEMENTS (NULL: contiguous row-major), converted to bytes */
-static nrt_operand tk_operand(void *data, nrt_dtype t, int ndim, const int64_t *sizes,
+static inline nrt_operand tk_operand(void *data, nrt_dtype t, int ndim, const int64_t *sizes,
                               const int64_t *strides) {
   nrt_operand op = {.data = data, .dtype = t, .ndim = ndim};
   int64_t es = tk_size(t), step = es;
@@ -46,7 +46,7 @@ static inline nrt_operand tk_vector(void *data, nrt_dtype t, int64_t n) {
 }
 
 /* device memory, zeroed; tests read and write it directly after syncing */
-static void *tk_alloc(size_t bytes) {
+static inline void *tk_alloc(size_t bytes) {
   void *p = NULL;
   if (nrt_mem_alloc(nrt_stream_default(0), bytes ? bytes : 1, &p) != NRT_SUCCESS || !p) {
     fprintf(stderr, "tk_alloc(%zu) failed: %s\n", bytes, nrt_last_error());
@@ -56,9 +56,9 @@ static void *tk_alloc(size_t bytes) {
   return p;
 }
 
-static void tk_free(void *p) { nrt_mem_free(p); }
+static inline void tk_free(void *p) { nrt_mem_free(p); }
 
-static nrt_task tk_task(nk_kernel_id kernel, int n_operands, const nrt_operand *ops,
+static inline nrt_task tk_task(nk_kernel_id kernel, int n_operands, const nrt_operand *ops,
                         const void *params, size_t params_size) {
   nrt_task t = {.kernel = kernel, .n_operands = n_operands, .name = "test_kernel"};
   for (int k = 0; k < n_operands; k++) t.operands[k] = ops[k];
@@ -67,7 +67,7 @@ static nrt_task tk_task(nk_kernel_id kernel, int n_operands, const nrt_operand *
 }
 
 /* Launches on the default stream and waits: the kernel's own status. */
-static nrt_status tk_run(const nrt_task *t) {
+static inline nrt_status tk_run(const nrt_task *t) {
   nrt_stream *s = nrt_stream_default(0);
   nrt_status st = nrt_launch(s, t);
   nrt_status sync = nrt_stream_synchronize(s);
@@ -86,13 +86,13 @@ static inline int tk_fails_with(const nrt_task *t, const char *needle) {
 
 /* ------------------------------------------------------ reference f16/bf16 */
 
-static double tk_f16_value(uint16_t h) {
+static inline double tk_f16_value(uint16_t h) {
   int sign = h >> 15, e = (h >> 10) & 31, m = h & 1023;
   double v = e == 31 ? (m ? NAN : INFINITY) : e == 0 ? ldexp(m, -24) : ldexp(1024 + m, e - 25);
   return sign ? -v : v;
 }
 
-static double tk_bf16_value(uint16_t b) {
+static inline double tk_bf16_value(uint16_t b) {
   int sign = b >> 15, e = (b >> 7) & 255, m = b & 127;
   double v = e == 255 ? (m ? NAN : INFINITY) : e == 0 ? ldexp(m, -133) : ldexp(128 + m, e - 134);
   return sign ? -v : v;
@@ -101,7 +101,7 @@ static double tk_bf16_value(uint16_t b) {
 /* x rounded to nearest even with `mant` explicit mantissa bits, smallest
  * normal exponent emin, and largest finite exponent emax; returns the
  * encoded bits (c10's canonical NaN given separately). */
-static uint16_t tk_round_bits(double x, int mant, int emin, int emax, uint16_t nan_bits) {
+static inline uint16_t tk_round_bits(double x, int mant, int emin, int emax, uint16_t nan_bits) {
   int ebits = mant == 10 ? 5 : 8, bias = (1 << (ebits - 1)) - 1;
   if (isnan(x)) return nan_bits;
   uint16_t sign = signbit(x) ? 0x8000 : 0;
@@ -120,11 +120,84 @@ static uint16_t tk_round_bits(double x, int mant, int emin, int emax, uint16_t n
 }
 
 /* PyTorch rounds double -> half through float, hence the (float). */
-static uint16_t tk_f16_bits(double x) {
+static inline uint16_t tk_f16_bits(double x) {
   float f = (float)x;
   return tk_round_bits(f, 10, -14, 15, signbit(f) ? 0xFE00 : 0x7E00);
 }
-static uint16_t tk_bf16_bits(double x) { return tk_round_bits((float)x, 7, -126, 127, 0x7FC0); }
+static inline uint16_t tk_bf16_bits(double x) { return tk_round_bits((float)x, 7, -126, 127, 0x7FC0); }
+
+/* ------------------------------------------------------ reference casts */
+
+/* one source element: its exact value (integral or floating) */
+typedef struct tk_value {
+  int is_int;
+  int64_t i;
+  double f;
+} tk_value;
+
+static inline int tk_is_integral(nrt_dtype t) { return t <= NRT_INT64; }
+
+static inline uint64_t tk_raw_mask(nrt_dtype t) {
+  int64_t s = tk_size(t);
+  return s == 8 ? ~0ull : (1ull << (8 * s)) - 1;
+}
+
+/* writes v into memory as dtype t (v must be representable) */
+static inline void tk_put(nrt_dtype t, void *p, tk_value v) {
+  union { uint8_t u8; int8_t i8; int16_t i16; int32_t i32; int64_t i64; uint16_t h; float f; double d; } u;
+  switch (t) {
+  case NRT_BOOL: case NRT_UINT8: u.u8 = (uint8_t)v.i; break;
+  case NRT_INT8: u.i8 = (int8_t)v.i; break;
+  case NRT_INT16: u.i16 = (int16_t)v.i; break;
+  case NRT_INT32: u.i32 = (int32_t)v.i; break;
+  case NRT_INT64: u.i64 = v.i; break;
+  case NRT_FLOAT16: u.h = tk_f16_bits(v.f); break;
+  case NRT_BFLOAT16: u.h = tk_bf16_bits(v.f); break;
+  case NRT_FLOAT32: u.f = (float)v.f; break;
+  default: u.d = v.f; break;
+  }
+  memcpy(p, &u, (size_t)tk_size(t));
+}
+
+/* the value that tk_put() actually stored */
+static inline tk_value tk_stored(nrt_dtype t, tk_value v) {
+  if (t == NRT_FLOAT16) v.f = tk_f16_value(tk_f16_bits(v.f));
+  else if (t == NRT_BFLOAT16) v.f = tk_bf16_value(tk_bf16_bits(v.f));
+  else if (t == NRT_FLOAT32) v.f = (float)v.f;
+  return v;
+}
+
+/* expected bytes of v converted to dtype `to` (the rules of dtype_convert.h) */
+static inline uint64_t tk_expected(tk_value v, nrt_dtype to) {
+  uint64_t raw = 0;
+  if (to == NRT_BOOL) return v.is_int ? v.i != 0 : v.f != 0 || isnan(v.f);
+  if (tk_is_integral(to)) {
+    int64_t r = v.i;
+    if (!v.is_int) {
+      int via32 = to == NRT_INT8 || to == NRT_INT16 || to == NRT_INT32;
+      double lo = via32 ? -2147483648.0 : -9223372036854775808.0, hi = -lo;
+      double t = trunc(v.f);
+      r = (t >= lo && t < hi) ? (int64_t)t : via32 ? INT32_MIN : INT64_MIN;
+    }
+    return (uint64_t)r & tk_raw_mask(to);
+  }
+  float f = v.is_int ? (float)v.i : (float)v.f;
+  double d = v.is_int ? (double)v.i : v.f;
+  uint16_t h;
+  switch (to) {
+  case NRT_FLOAT16: h = tk_f16_bits(f); memcpy(&raw, &h, 2); break;
+  case NRT_BFLOAT16: h = tk_bf16_bits(f); memcpy(&raw, &h, 2); break;
+  case NRT_FLOAT32: memcpy(&raw, &f, 4); break;
+  default: memcpy(&raw, &d, 8); break;
+  }
+  return raw;
+}
+
+static inline uint64_t tk_raw(nrt_dtype t, const void *p) {
+  uint64_t raw = 0;
+  memcpy(&raw, p, (size_t)tk_size(t));
+  return raw;
+}
 
 /* ------------------------------------------------------------------ random */
 
