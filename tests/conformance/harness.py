@@ -66,6 +66,19 @@ class _Fallback:
         if self._control is not None:
             self._control.reset_fallback_stats()
 
+    @contextlib.contextmanager
+    def counting(self, mode, device_type, hit):
+        """Runs the block under fallback `mode`, synchronised at its end (a
+        kernel's asynchronous error surfaces there), adding the ops that fell
+        back inside it to the set `hit`."""
+        self.reset()
+        try:
+            with self.mode(mode):
+                yield
+                _synchronize(device_type)
+        finally:
+            hit.update(self.ops_hit())
+
     def ops_hit(self):
         """Sorted names of the ops that fell back since the last reset."""
         if self._control is None:
@@ -119,16 +132,23 @@ def _gradient_inputs(sample):
     return [t for t in leaves if isinstance(t, torch.Tensor) and t.requires_grad]
 
 
-def _gradients(outputs, inputs):
-    """Gradients of the sum of every differentiable output w.r.t. `inputs`
-    (None for an input the outputs do not depend on), or None when there is
-    nothing to differentiate."""
+def _backward_seeds(outputs, inputs, device):
+    """(differentiable outputs, ones like them on `device`), or None when
+    there is nothing to differentiate.  Seeding the backward with ones gives
+    the gradients of the sum of the outputs without computing that sum: the
+    harness's own ops (sum and its backward) stay out of the op's count."""
     leaves, _ = tree_flatten(outputs)
     outs = [t for t in leaves if isinstance(t, torch.Tensor) and t.requires_grad]
     if not outs or not inputs:
         return None
-    total = sum(out.sum() for out in outs)
-    return torch.autograd.grad(total, inputs, allow_unused=True)
+    return outs, [_copy_tensor(torch.ones(out.shape, dtype=out.dtype), device)
+                  for out in outs]
+
+
+def _gradients(seeds, inputs):
+    """Gradients w.r.t. `inputs` (None for one the outputs do not use)."""
+    outs, ones = seeds
+    return torch.autograd.grad(outs, inputs, ones, allow_unused=True)
 
 
 def _tolerance(dtype, override):
@@ -208,20 +228,24 @@ def _cpu_cases(op, dtype, with_grads, max_samples):
         grads = None
         if with_grads:
             try:
-                grads = _gradients(expected, _gradient_inputs(cpu))
+                inputs = _gradient_inputs(cpu)
+                seeds = _backward_seeds(expected, inputs, "cpu")
+                grads = None if seeds is None else _gradients(seeds, inputs)
             except Exception:
                 pass
         cases.append(_Case(index, sample, expected, grads))
     return cases
 
 
-def _run_case(op, case, sample):
-    """The op's results on the device and, where the CPU had them, the
-    gradients of their sum."""
-    actual = _run(op, sample)
-    if case.expected_grads is None:
-        return actual, None
-    return actual, _gradients(actual, _gradient_inputs(sample))
+def _run_on(op, sample, device):
+    """The op's results for a sample already on `device`.  A sample with no
+    tensor and no device= (a factory's, like arange(2)) runs with the device
+    as the default device."""
+    leaves, _ = tree_flatten((sample.input, sample.args, sample.kwargs))
+    factory_default = not any(isinstance(leaf, torch.Tensor) for leaf in leaves) \
+        and "device" not in sample.kwargs
+    with torch.device(device) if factory_default else contextlib.nullcontext():
+        return _run(op, sample)
 
 
 def _compare_case(case, actual, grads, device_type, values, tolerance):
@@ -250,13 +274,15 @@ def _device_run(op, cases, device, fallback, fallback_mode, values, tolerance):
     for case in cases:
         try:
             sample = move_sample(case.sample, device)
-            fallback.reset()
-            try:
-                with fallback.mode(fallback_mode):
-                    actual, grads = _run_case(op, case, sample)
-                    _synchronize(device_type)  # a kernel's error surfaces here
-            finally:
-                hit.update(fallback.ops_hit())
+            with fallback.counting(fallback_mode, device_type, hit):
+                actual = _run_on(op, sample, device)
+            grads = seeds = None
+            if case.expected_grads is not None:
+                inputs = _gradient_inputs(sample)
+                seeds = _backward_seeds(actual, inputs, device)
+            if seeds is not None:
+                with fallback.counting(fallback_mode, device_type, hit):
+                    grads = _gradients(seeds, inputs)
             _compare_case(case, actual, grads, device_type, values, tolerance)
         except Exception as caught:  # noqa: BLE001 -- every failure is a verdict
             error = caught
