@@ -79,11 +79,13 @@ struct nrt_stream {
   uint64_t tail_seen;                 /* worker's last look at tail */
   _Alignas(64) _Atomic uint64_t tail; /* written under push_lock */
   uint64_t head_seen;                 /* launchers' last look at head */
-  _Alignas(64) pthread_mutex_t push_lock;
-  pthread_mutex_t lock; /* sleep/wake and the error slot */
-  pthread_cond_t work_cv, done_cv, space_cv;
-  atomic_int worker_sleeping, waiters, space_waiters;
+  _Alignas(64) pthread_mutex_t push_lock; /* launchers only */
+  /* Read by both sides on every task, written only around a sleep: a line
+   * that stays shared instead of bouncing. */
+  _Alignas(64) atomic_int worker_sleeping, waiters, space_waiters;
   atomic_int worker_started;
+  _Alignas(64) pthread_mutex_t lock; /* sleep/wake and the error slot */
+  pthread_cond_t work_cv, done_cv, space_cv;
   pthread_t worker;
   nrt_status error;
   char error_msg[768];
