@@ -212,35 +212,46 @@ static inline uint64_t tk_rand(void) {
 /* ---------------------------------------------------------- per-ISA runner */
 
 /* Runs `tests` in a child process per ISA level (portable, avx2, avx512)
- * that the machine supports; the parent checks every child passed. */
+ * that the machine supports, each with TORCHNEURON_ISA set before anything
+ * is initialised; the children's counts come back through a pipe, and the
+ * last line is the total, "file: N passed, N failed". */
 static int tk_main(void (*tests)(void), const char *file) {
   static const char *const isas[] = {"portable", "avx2", "avx512"};
-  fflush(stdout);
   for (int i = 0; i < 3; i++) {
+    int fd[2];
+    if (pipe(fd) != 0) return 2;
+    fflush(stdout);
     pid_t pid = fork();
     if (pid == 0) {
+      close(fd[0]);
       check_passed_ = check_failed_ = 0; /* count this child's checks only */
       setenv("TORCHNEURON_ISA", isas[i], 1);
       if (strcmp(nk_isa_name(nk_cpu_isa()), isas[i]) != 0) {
-        printf("[isa %s] not supported here, skipped\n", isas[i]);
-        _exit(0);
+        printf("%s [isa %s]: not supported here, skipped\n", file, isas[i]);
+      } else if (nrt_init() != NRT_SUCCESS || nk_register_kernels() != NRT_SUCCESS) {
+        fprintf(stderr, "%s: init failed: %s\n", file, nrt_last_error());
+        check_failed_++;
+      } else {
+        CHECK_OK(nk_register_kernels()); /* idempotent */
+        tests();
+        printf("%s [isa %s]: %d passed, %d failed\n", file, isas[i], check_passed_, check_failed_);
       }
-      if (nrt_init() != NRT_SUCCESS || nk_register_kernels() != NRT_SUCCESS) {
-        fprintf(stderr, "init failed: %s\n", nrt_last_error());
-        _exit(2);
-      }
-      CHECK_OK(nk_register_kernels()); /* idempotent */
-      tests();
-      printf("%s [isa %s] ", file, isas[i]);
-      int rc = CHECK_SUMMARY();
+      int counts[2] = {check_passed_, check_failed_};
+      int ok = write(fd[1], counts, sizeof counts) == (ssize_t)sizeof counts;
       fflush(stdout);
-      exit(rc);
+      exit(ok && !check_failed_ ? 0 : 1);
     }
-    int status = 0;
-    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
-    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    close(fd[1]);
+    int counts[2] = {0, 0}, status = 0;
+    int got = pid > 0 && read(fd[0], counts, sizeof counts) == (ssize_t)sizeof counts;
+    close(fd[0]);
+    check_passed_ += counts[0];
+    check_failed_ += counts[1];
+    CHECK(got && waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0); /* a crash in a child fails here */
   }
-  return CHECK_SUMMARY();
+  printf("%s: %d passed, %d failed\n", file, check_passed_, check_failed_);
+  return check_failed_ ? 1 : 0;
 }
 
 #endif /* TEST_KERNELS_UTIL_H */
