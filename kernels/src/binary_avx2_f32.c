@@ -16,31 +16,46 @@ NK_INLINE __m256 vec_op(nk_binop k, __m256 a, __m256 b, __m256 alpha) {
   }
 }
 
-/* k, a_bcast and b_bcast are constants at every call: one loop each. */
-NK_INLINE void run(nk_binop k, bool a_bcast, bool b_bcast, int64_t n, float *out, const float *a,
-                   const float *b, const nk_alpha *al) {
+NK_INLINE void store(bool stream, float *p, __m256 v) {
+  if (stream) _mm256_stream_ps(p, v);
+  else _mm256_storeu_ps(p, v);
+}
+
+/* k, a_bcast, b_bcast and stream are constants at every call: one loop
+ * each.  Streaming stores start at the first aligned element. */
+NK_INLINE void run(nk_binop k, bool a_bcast, bool b_bcast, bool stream, int64_t n, float *out,
+                   const float *a, const float *b, const nk_alpha *al) {
   const __m256 va = _mm256_set1_ps(a[0]), vb = _mm256_set1_ps(b[0]);
   const __m256 alpha = _mm256_set1_ps(al->f32);
   int64_t i = 0;
+  for (; stream && i < n && ((uintptr_t)(out + i) % sizeof(__m256)); i++)
+    out[i] = nk_binop_f32(k, a[a_bcast ? 0 : i], b[b_bcast ? 0 : i], al);
   for (; i + 4 * LANES <= n; i += 4 * LANES)
     for (int u = 0; u < 4; u++) {
       int64_t j = i + u * LANES;
       __m256 x = a_bcast ? va : _mm256_loadu_ps(a + j), y = b_bcast ? vb : _mm256_loadu_ps(b + j);
-      _mm256_storeu_ps(out + j, vec_op(k, x, y, alpha));
+      store(stream, out + j, vec_op(k, x, y, alpha));
     }
   for (; i + LANES <= n; i += LANES) {
     __m256 x = a_bcast ? va : _mm256_loadu_ps(a + i), y = b_bcast ? vb : _mm256_loadu_ps(b + i);
-    _mm256_storeu_ps(out + i, vec_op(k, x, y, alpha));
+    store(stream, out + i, vec_op(k, x, y, alpha));
   }
   for (; i < n; i++) out[i] = nk_binop_f32(k, a[a_bcast ? 0 : i], b[b_bcast ? 0 : i], al);
+  if (stream) _mm_sfence(); /* order the streaming stores before the task completes */
+}
+
+NK_INLINE void run_stream(nk_binop k, bool a_bcast, bool b_bcast, int64_t n, float *out,
+                          const float *a, const float *b, const nk_alpha *al) {
+  if (n * (int64_t)sizeof *out >= NK_STREAM_STORE_BYTES) run(k, a_bcast, b_bcast, true, n, out, a, b, al);
+  else run(k, a_bcast, b_bcast, false, n, out, a, b, al);
 }
 
 NK_INLINE void run_bcast(nk_binop k, int64_t n, float *out, const float *a, bool a_bcast,
                          const float *b, bool b_bcast, const nk_alpha *al) {
-  if (a_bcast && b_bcast) run(k, true, true, n, out, a, b, al);
-  else if (a_bcast) run(k, true, false, n, out, a, b, al);
-  else if (b_bcast) run(k, false, true, n, out, a, b, al);
-  else run(k, false, false, n, out, a, b, al);
+  if (a_bcast && b_bcast) run_stream(k, true, true, n, out, a, b, al);
+  else if (a_bcast) run_stream(k, true, false, n, out, a, b, al);
+  else if (b_bcast) run_stream(k, false, true, n, out, a, b, al);
+  else run_stream(k, false, false, n, out, a, b, al);
 }
 
 void nk_binary_avx2_f32(nk_binop k, int64_t n, void *out, const void *a, bool a_bcast,

@@ -243,6 +243,11 @@ static void test_parallel(void) {
   CHECK(check_case(&c, 1, n1, NULL, one, one));
   c.op = NK_BINARY_MUL;
   CHECK(check_case(&c, 1, n1, NULL, one, zero));
+  int64_t big[1] = {(3 << 20) + 5}; /* rows past NK_STREAM_STORE_BYTES: streaming stores */
+  c = (bcase){NK_BINARY_ADD, NRT_FLOAT32, NRT_FLOAT32, NRT_FLOAT32, NRT_FLOAT32, {-2, 1}};
+  CHECK(check_case(&c, 1, big, NULL, one, one));
+  c = (bcase){NK_BINARY_SUB, NRT_FLOAT64, NRT_FLOAT64, NRT_FLOAT64, NRT_FLOAT64, {1, 1}};
+  CHECK(check_case(&c, 1, big, NULL, zero, one));
   c = (bcase){NK_BINARY_DIV, NRT_FLOAT64, NRT_FLOAT64, NRT_FLOAT64, NRT_FLOAT64, {1, 1}};
   int64_t n2[2] = {523, 401}, tr[2] = {1, 523}, cont[2] = {401, 1};
   CHECK(check_case(&c, 2, n2, NULL, tr, cont));
