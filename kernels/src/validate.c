@@ -69,9 +69,3 @@ int nk_check_elementwise(const nrt_task *task, nrt_exec_ctx *ctx, const char *ke
   }
   return 0;
 }
-
-int64_t nk_operand_numel(const nrt_operand *op) {
-  int64_t n = 1;
-  for (int d = 0; d < op->ndim; d++) n *= op->sizes[d];
-  return n;
-}

@@ -18,7 +18,4 @@ int nk_check_operands(const nrt_task *task, nrt_exec_ctx *ctx, const char *kerne
 /* nk_check_operands, plus every operand has operand 0's ndim and sizes. */
 int nk_check_elementwise(const nrt_task *task, nrt_exec_ctx *ctx, const char *kernel, int expected);
 
-/* Elements of a well-formed operand (1 for ndim == 0). */
-int64_t nk_operand_numel(const nrt_operand *op);
-
 #endif /* NK_VALIDATE_H */
