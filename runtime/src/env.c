@@ -30,7 +30,7 @@ int nrt_parse_size(const char *text, uint64_t *out) {
   if (errno) return -1;
   unsigned shift = 0;
   switch (*end) {
-    case '\0': break;
+    case '\0': case 'B': case 'b': break;
     case 'K': case 'k': shift = 10; end++; break;
     case 'M': case 'm': shift = 20; end++; break;
     case 'G': case 'g': shift = 30; end++; break;

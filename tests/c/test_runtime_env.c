@@ -1,51 +1,117 @@
-#define _GNU_SOURCE /* setenv, usleep */
-/* Configuration parsing: strict, every bad value rejected. */
+/* Configuration parsing: strict, every bad value rejected with a message
+ * naming the variable; a failed initialisation reports the same error to
+ * every later call. */
+#define _GNU_SOURCE /* setenv */
 #include <stdlib.h>
 #include <string.h>
 
 #include "../../runtime/src/internal.h"
 #include "check.h"
 
-int main(void) {
-  uint64_t v = 0;
-  CHECK(nrt_parse_size("1024", &v) == 0 && v == 1024);
-  CHECK(nrt_parse_size("16G", &v) == 0 && v == (uint64_t)16 << 30);
-  CHECK(nrt_parse_size("64m", &v) == 0 && v == (uint64_t)64 << 20);
-  CHECK(nrt_parse_size("2T", &v) == 0 && v == (uint64_t)2 << 40);
-  CHECK(nrt_parse_size("8GB", &v) == 0 && v == (uint64_t)8 << 30);
-  CHECK(nrt_parse_size("", &v) == -1);
-  CHECK(nrt_parse_size("G", &v) == -1);
-  CHECK(nrt_parse_size("-1", &v) == -1);
-  CHECK(nrt_parse_size("12X", &v) == -1);
-  CHECK(nrt_parse_size("1 G", &v) == -1);
-  CHECK(nrt_parse_size("99999999999999999999", &v) == -1);
-  CHECK(nrt_parse_size("99999999999T", &v) == -1); /* overflows when shifted */
+static const char *const VARS[] = {"TORCHNEURON_DEVICE_COUNT", "TORCHNEURON_HBM_SIZE",
+                                   "TORCHNEURON_NUM_THREADS", "TORCHNEURON_LAUNCH_BLOCKING",
+                                   "TORCHNEURON_TRACE_CAPACITY"};
+
+static void clear_env(void) {
+  for (size_t i = 0; i < sizeof VARS / sizeof VARS[0]; i++) unsetenv(VARS[i]);
+}
+
+static void test_parse_size(void) {
+  static const struct { const char *text; uint64_t want; } good[] = {
+      {"1024", 1024}, {"0", 0}, {"16G", (uint64_t)16 << 30}, {"64m", (uint64_t)64 << 20},
+      {"2T", (uint64_t)2 << 40}, {"8GB", (uint64_t)8 << 30}, {"3k", 3072}, {"7b", 7},
+      {"16777215T", (uint64_t)16777215 << 40}, /* largest that fits in 64 bits */
+  };
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+    uint64_t v = 12345;
+    CHECK(nrt_parse_size(good[i].text, &v) == 0 && v == good[i].want);
+  }
+  static const char *const bad[] = {"", "G", "-1", "+1", " 1", "1 ", "12X", "1 G", "1GG",
+                                    "1.5G", "0x10", "99999999999999999999", "16777216T",
+                                    "18446744073709551616"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    uint64_t v = 12345;
+    CHECK(nrt_parse_size(bad[i], &v) == -1 && v == 12345);
+  }
+  CHECK(nrt_parse_size(NULL, &(uint64_t){0}) == -1);
+}
+
+static void test_parse_int(void) {
   long n = 0;
   CHECK(nrt_parse_int("4", 1, 64, &n) == 0 && n == 4);
-  CHECK(nrt_parse_int("0", 1, 64, &n) == -1);
-  CHECK(nrt_parse_int("65", 1, 64, &n) == -1);
-  CHECK(nrt_parse_int("4x", 1, 64, &n) == -1);
-  CHECK(nrt_parse_int("", 1, 64, &n) == -1);
+  CHECK(nrt_parse_int("64", 1, 64, &n) == 0 && n == 64);
+  CHECK(nrt_parse_int("-1", -1, 0, &n) == 0 && n == -1);
+  static const char *const bad[] = {"0", "65", "4x", "", " 4", "+4", "4 ", "-", "0x4",
+                                    "99999999999999999999999", "-99999999999999999999999"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    n = 777;
+    CHECK(nrt_parse_int(bad[i], 1, 64, &n) == -1 && n == 777);
+  }
+}
 
+/* value of `name` makes the configuration invalid, naming the variable */
+static void check_rejected(const char *name, const char *value) {
   nrt_config cfg;
+  clear_env();
+  setenv(name, value, 1);
+  CHECK(nrt_config_from_env(&cfg) == NRT_ERROR_INVALID_CONFIG);
+  CHECK(strstr(nrt_last_error(), name) != NULL);
+  CHECK(strstr(nrt_last_error(), value) != NULL);
+}
+
+static void test_config(void) {
+  nrt_config cfg;
+  clear_env();
+  CHECK_OK(nrt_config_from_env(&cfg));
+  CHECK(cfg.device_count == 2 && cfg.hbm_bytes == (uint64_t)16 << 30);
+  CHECK(cfg.num_threads >= 1 && cfg.launch_blocking == 0 && cfg.trace_capacity == 65536);
+
   setenv("TORCHNEURON_DEVICE_COUNT", "3", 1);
   setenv("TORCHNEURON_HBM_SIZE", "256M", 1);
-  CHECK(nrt_config_from_env(&cfg) == NRT_SUCCESS);
+  setenv("TORCHNEURON_NUM_THREADS", "7", 1);
+  setenv("TORCHNEURON_LAUNCH_BLOCKING", "1", 1);
+  setenv("TORCHNEURON_TRACE_CAPACITY", "16", 1);
+  CHECK_OK(nrt_config_from_env(&cfg));
   CHECK(cfg.device_count == 3 && cfg.hbm_bytes == (uint64_t)256 << 20);
-  setenv("TORCHNEURON_HBM_SIZE", "1M", 1); /* below the 64M floor */
-  CHECK(nrt_config_from_env(&cfg) == NRT_ERROR_INVALID_CONFIG);
-  CHECK(strstr(nrt_last_error(), "TORCHNEURON_HBM_SIZE") != NULL);
-  unsetenv("TORCHNEURON_HBM_SIZE");
-  setenv("TORCHNEURON_NUM_THREADS", "many", 1);
-  CHECK(nrt_config_from_env(&cfg) == NRT_ERROR_INVALID_CONFIG);
-  CHECK(strstr(nrt_last_error(), "TORCHNEURON_NUM_THREADS") != NULL);
+  CHECK(cfg.num_threads == 7 && cfg.launch_blocking == 1 && cfg.trace_capacity == 16);
 
-  /* The real initialisation reports the same error, every time. */
+  static const struct { const char *name, *value; } bad[] = {
+      {"TORCHNEURON_DEVICE_COUNT", "0"},      {"TORCHNEURON_DEVICE_COUNT", "65"},
+      {"TORCHNEURON_DEVICE_COUNT", "two"},    {"TORCHNEURON_DEVICE_COUNT", ""},
+      {"TORCHNEURON_HBM_SIZE", "1M"},         /* below the 64M floor */
+      {"TORCHNEURON_HBM_SIZE", "12X"},        {"TORCHNEURON_HBM_SIZE", "65T"},
+      {"TORCHNEURON_NUM_THREADS", "-3"},      {"TORCHNEURON_NUM_THREADS", "1025"},
+      {"TORCHNEURON_NUM_THREADS", "many"},    {"TORCHNEURON_LAUNCH_BLOCKING", "yes"},
+      {"TORCHNEURON_LAUNCH_BLOCKING", "2"},   {"TORCHNEURON_TRACE_CAPACITY", "15"},
+      {"TORCHNEURON_TRACE_CAPACITY", "1e6"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) check_rejected(bad[i].name, bad[i].value);
+}
+
+/* The real initialisation reports the error, every time, to every call. */
+static void test_init_failure(void) {
+  clear_env();
+  setenv("TORCHNEURON_NUM_THREADS", "many", 1);
   CHECK(nrt_init() == NRT_ERROR_INVALID_CONFIG);
   CHECK(nrt_init() == NRT_ERROR_INVALID_CONFIG);
   CHECK(strstr(nrt_last_error(), "TORCHNEURON_NUM_THREADS") != NULL);
+  unsetenv("TORCHNEURON_NUM_THREADS"); /* read once: fixing it later changes nothing */
   int count = -1;
   CHECK(nrt_device_count(&count) == NRT_ERROR_INVALID_CONFIG && count == 0);
   CHECK(nrt_stream_default(0) == NULL);
+  nrt_device_props props;
+  CHECK(nrt_device_props_get(0, &props) == NRT_ERROR_INVALID_CONFIG);
+  nrt_mem_stats st;
+  CHECK(nrt_mem_stats_get(0, &st) == NRT_ERROR_INVALID_CONFIG);
+  nrt_stream *s = NULL;
+  CHECK(nrt_stream_from_pool(0, 0, &s) == NRT_ERROR_INVALID_CONFIG);
+  CHECK(nrt_mem_device_of(&count) == -1);
+}
+
+int main(void) {
+  test_parse_size();
+  test_parse_int();
+  test_config();
+  test_init_failure();
   return CHECK_SUMMARY();
 }

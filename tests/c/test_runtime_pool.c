@@ -1,0 +1,154 @@
+/* The compute pool: every index exactly once, chunks at least grain long,
+ * worker indexes in range, inline cases, nesting, concurrent callers (host
+ * threads and stream workers) without deadlock. */
+#define _GNU_SOURCE /* setenv */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../runtime/include/neuron_runtime.h"
+#include "check.h"
+
+enum { THREADS = 4, K_PARALLEL = 700 };
+
+typedef struct coverage {
+  int64_t n, grain;
+  atomic_uchar *hits;
+  atomic_int short_chunks, bad_worker, calls;
+  atomic_int workers_seen; /* bit per worker index */
+} coverage;
+
+static void cover_fn(void *arg, int64_t b, int64_t e, int worker) {
+  coverage *c = arg;
+  atomic_fetch_add(&c->calls, 1);
+  if (e - b < c->grain && e != c->n) atomic_fetch_add(&c->short_chunks, 1);
+  if (worker < 0 || worker >= THREADS) atomic_fetch_add(&c->bad_worker, 1);
+  else atomic_fetch_or(&c->workers_seen, 1 << worker);
+  for (int64_t i = b; i < e; i++) atomic_fetch_add_explicit(&c->hits[i], 1, memory_order_relaxed);
+}
+
+static coverage *coverage_new(int64_t n, int64_t grain) {
+  coverage *c = calloc(1, sizeof *c);
+  c->n = n;
+  c->grain = grain;
+  c->hits = calloc((size_t)(n > 0 ? n : 1), 1);
+  return c;
+}
+
+/* Every index hit exactly `times` times, chunks and workers valid. */
+static int coverage_ok(coverage *c, int times) {
+  int ok = !atomic_load(&c->short_chunks) && !atomic_load(&c->bad_worker);
+  for (int64_t i = 0; ok && i < c->n; i++) ok = c->hits[i] == times;
+  return ok;
+}
+
+static void coverage_free(coverage *c) {
+  free(c->hits);
+  free(c);
+}
+
+static void test_cover(void) {
+  static const struct { int64_t n, grain; } cases[] = {
+      {100003, 1000}, {7, 1}, {4, 1}, {1000, 999}, {1000, 0}, {1 << 20, 4096}, {5, 100},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    coverage *c = coverage_new(cases[i].n, cases[i].grain < 1 ? 1 : cases[i].grain);
+    nrt_parallel_for(cases[i].n, cases[i].grain, cover_fn, c);
+    CHECK(coverage_ok(c, 1));
+    coverage_free(c);
+  }
+  /* inline: n <= grain is one call on worker 0 */
+  coverage *c = coverage_new(1000, 1000);
+  nrt_parallel_for(1000, 1000, cover_fn, c);
+  CHECK(coverage_ok(c, 1) && c->calls == 1 && c->workers_seen == 1);
+  nrt_parallel_for(0, 10, cover_fn, c);  /* nothing */
+  nrt_parallel_for(-5, 10, cover_fn, c); /* nothing */
+  nrt_parallel_for(10, 1, NULL, c);      /* nothing, no crash */
+  CHECK(c->calls == 1);
+  coverage_free(c);
+}
+
+/* fn that runs a whole parallel_for of its own for each chunk */
+typedef struct nested {
+  coverage *inner[64];
+  atomic_int next;
+} nested;
+
+static void nested_fn(void *arg, int64_t b, int64_t e, int worker) {
+  nested *n = arg;
+  (void)worker;
+  for (int64_t i = b; i < e; i++) {
+    int k = atomic_fetch_add(&n->next, 1);
+    nrt_parallel_for(n->inner[k]->n, 10, cover_fn, n->inner[k]); /* runs inline */
+  }
+}
+
+static void test_nested(void) {
+  nested n = {0};
+  for (int i = 0; i < 64; i++) n.inner[i] = coverage_new(500, 10);
+  nrt_parallel_for(64, 4, nested_fn, &n);
+  int ok = n.next == 64;
+  for (int i = 0; i < 64; i++) {
+    ok &= coverage_ok(n.inner[i], 1) && n.inner[i]->calls == 1;
+    coverage_free(n.inner[i]);
+  }
+  CHECK(ok);
+}
+
+static void *caller_main(void *arg) {
+  coverage *c = arg;
+  for (int r = 0; r < 50; r++) nrt_parallel_for(c->n, 100, cover_fn, c);
+  return NULL;
+}
+
+/* Host threads and stream workers call at once: each range exactly once
+ * per call, nobody waits forever. */
+static int parallel_kernel(const nrt_task *t, nrt_exec_ctx *ctx) {
+  (void)ctx;
+  coverage *c = t->operands[0].data;
+  nrt_parallel_for(c->n, 100, cover_fn, c);
+  return 0;
+}
+
+static void test_concurrent(void) {
+  enum { CALLERS = 3, STREAMS = 3 };
+  CHECK_OK(nrt_kernel_register(K_PARALLEL, "parallel", parallel_kernel));
+  coverage *host[CALLERS], *dev[STREAMS];
+  pthread_t th[CALLERS];
+  nrt_stream *s[STREAMS];
+  for (int i = 0; i < STREAMS; i++) {
+    dev[i] = coverage_new(20000 + i, 100);
+    CHECK_OK(nrt_stream_from_pool(0, 0, &s[i]));
+    for (int r = 0; r < 50; r++) {
+      nrt_task t = {.kernel = K_PARALLEL, .name = "parallel", .n_operands = 1};
+      t.operands[0].data = dev[i];
+      CHECK_OK(nrt_launch(s[i], &t));
+    }
+  }
+  for (int i = 0; i < CALLERS; i++) {
+    host[i] = coverage_new(30000 + i, 100);
+    pthread_create(&th[i], NULL, caller_main, host[i]);
+  }
+  for (int i = 0; i < CALLERS; i++) pthread_join(th[i], NULL);
+  for (int i = 0; i < STREAMS; i++) CHECK_OK(nrt_stream_synchronize(s[i]));
+  for (int i = 0; i < CALLERS; i++) {
+    CHECK(coverage_ok(host[i], 50));
+    coverage_free(host[i]);
+  }
+  for (int i = 0; i < STREAMS; i++) {
+    CHECK(coverage_ok(dev[i], 50));
+    coverage_free(dev[i]);
+  }
+}
+
+int main(void) {
+  setenv("TORCHNEURON_NUM_THREADS", "4", 1);
+  setenv("TORCHNEURON_HBM_SIZE", "64M", 1);
+  CHECK_OK(nrt_init());
+  CHECK(nrt_compute_threads() == THREADS);
+  test_cover();
+  test_nested();
+  test_concurrent();
+  return CHECK_SUMMARY();
+}
