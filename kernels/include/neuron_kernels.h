@@ -39,6 +39,7 @@ typedef enum nk_kernel_id {
   NK_KERNEL_ARANGE,  /* out (1-d) [i] <- start + i * step                 */
   NK_KERNEL_LINSPACE, /* out (1-d) evenly spaced, PyTorch's formula       */
   NK_KERNEL_BINARY,   /* out <- op(a, b)                                  */
+  NK_KERNEL_RANDOM,   /* out <- samples of a distribution (Philox4x32-10)  */
   NK_KERNEL_END
 } nk_kernel_id;
 
@@ -79,6 +80,33 @@ typedef struct nk_binary_params {
   int32_t compute; /* nrt_dtype    */
   nk_scalar alpha;
 } nk_binary_params;
+
+/* Random numbers are counter based: element i of out, counted in row-major
+ * order of its sizes whatever its strides, takes the Philox4x32-10 block
+ * (key = seed, counter = offset / 4 + i) of four 32-bit words.  So results
+ * depend on (seed, offset, shape) only, never on threads or tiling; the
+ * launcher advances the generator's offset by 4 * numel. */
+typedef enum nk_distribution {
+  NK_DIST_UNIFORM = 0, /* [a, b)                                          */
+  NK_DIST_NORMAL,      /* mean a, std b (Box-Muller)                       */
+  NK_DIST_BERNOULLI,   /* 1 with probability a                             */
+  NK_DIST_RANGE,       /* base + (64 random bits mod range), range > 0     */
+  NK_DIST_FULL_RANGE,  /* 64 random bits as int64                          */
+  NK_DIST_EXPONENTIAL, /* rate a                                           */
+  NK_DIST_COUNT
+} nk_distribution;
+
+typedef struct nk_random_params {
+  int32_t dist; /* nk_distribution */
+  int32_t reserved;
+  uint64_t seed, offset;
+  double a, b;
+  uint64_t range;
+  int64_t base;
+} nk_random_params;
+
+/* One Philox4x32-10 block (exposed for the tests). */
+void nk_philox4x32(uint64_t seed, uint64_t counter, uint32_t out[4]);
 
 typedef enum nk_isa { NK_ISA_PORTABLE = 0, NK_ISA_AVX2, NK_ISA_AVX512 } nk_isa;
 nk_isa nk_cpu_isa(void);               /* detected once; TORCHNEURON_ISA=portable|avx2|avx512 caps it */
