@@ -153,6 +153,14 @@ uint64_t nrt_stream_completed(const nrt_stream *s) { return atomic_load(&s->head
 
 /* ------------------------------------------------------------ worker */
 
+/* The stream whose worker this thread is.  A task that synchronises its own
+ * stream (a host function calling nrt_stream_synchronize, an allocation's
+ * OOM retry inside a kernel) would wait for itself forever; for it the
+ * stream's work "so far" is what came before the running task, which has
+ * all completed.  Likewise a task cannot wait for queue space its own
+ * stream would only free after it returns. */
+static _Thread_local nrt_stream *own_stream;
+
 static void record_failure(nrt_stream *s, const nrt_task *t, const char *message) {
   pthread_mutex_lock(&s->lock);
   if (s->error == NRT_SUCCESS) {
@@ -218,6 +226,7 @@ static void wait_for_work(nrt_stream *s, uint64_t h) {
 static void *worker_main(void *arg) {
   nrt_stream *s = arg;
   nrt_exec_ctx ctx = {.stream = s};
+  own_stream = s;
   nrt_device_current_set(s->device->index);
   for (;;) {
     uint64_t h = atomic_load(&s->head);
@@ -310,7 +319,14 @@ nrt_status nrt_launch_internal(nrt_stream *s, const nrt_task *task, uint64_t *se
   pthread_mutex_lock(&s->push_lock);
   uint64_t t = atomic_load_explicit(&s->tail, memory_order_relaxed);
   if (t - s->head_seen >= RING_TASKS) s->head_seen = atomic_load(&s->head);
-  if (t - s->head_seen >= RING_TASKS) {
+  if (t - s->head_seen >= RING_TASKS) { /* full: wait for the worker to make room */
+    if (s == own_stream) {
+      pthread_mutex_unlock(&s->push_lock);
+      return nrt_fail(NRT_ERROR_INVALID_ARGUMENT,
+                      "%s: the queue of stream %lld is full and this launch comes from one of "
+                      "its own tasks, which would wait for itself",
+                      task->name ? task->name : "task", (long long)s->id);
+    }
     atomic_fetch_add(&s->space_waiters, 1);
     pthread_mutex_lock(&s->lock);
     while (t - atomic_load(&s->head) >= RING_TASKS) pthread_cond_wait(&s->space_cv, &s->lock);
@@ -347,6 +363,7 @@ nrt_status nrt_launch(nrt_stream *s, const nrt_task *task) {
 /* ------------------------------------------------------------ sync */
 
 void nrt_stream_wait_seq(nrt_stream *s, uint64_t seq) {
+  if (s == own_stream) return; /* everything before the running task is done */
   uint64_t until = 0;
   for (unsigned i = 0; atomic_load(&s->head) < seq; i++) {
     if ((i & 63) == 63) {

@@ -170,6 +170,35 @@ static void test_launch_blocking(nrt_stream *s) {
   CHECK_OK(nrt_stream_synchronize(s));
 }
 
+/* Tasks that use their own stream: synchronising it, or launching onto it
+ * until the queue is full, must neither deadlock nor lose work. */
+typedef struct self_use {
+  nrt_stream *s;
+  nrt_status sync;
+  int launched, refused;
+  int64_t counter;
+} self_use;
+
+static void self_sync_fn(void *arg) {
+  self_use *u = arg;
+  u->sync = nrt_stream_synchronize(u->s);
+  for (int i = 0; i < 3000; i++) {
+    nrt_status st = launch_add(u->s, &u->counter, 1);
+    if (st == NRT_SUCCESS) u->launched++;
+    else if (st == NRT_ERROR_INVALID_ARGUMENT) u->refused++;
+  }
+}
+
+static void test_self_use(nrt_stream *s) {
+  self_use u = {.s = s, .sync = NRT_ERROR_INTERNAL};
+  CHECK_OK(launch_host_fn(s, self_sync_fn, &u));
+  CHECK_OK(nrt_stream_synchronize(s)); /* waits for the host function... */
+  CHECK_OK(nrt_stream_synchronize(s)); /* ...then for what it launched */
+  CHECK(u.sync == NRT_SUCCESS);
+  CHECK(u.launched > 0 && u.refused > 0 && u.launched + u.refused == 3000);
+  CHECK(u.counter == u.launched);
+}
+
 int main(void) {
   setenv("TORCHNEURON_HBM_SIZE", "128M", 1);
   setenv("TORCHNEURON_DEVICE_COUNT", "2", 1);
@@ -185,5 +214,6 @@ int main(void) {
   test_bad_launches(s1);
   test_kernel_failure(s1, s2);
   test_launch_blocking(s1);
+  test_self_use(s1);
   return CHECK_SUMMARY();
 }
