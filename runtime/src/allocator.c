@@ -5,7 +5,7 @@
  *   pool (2 MiB segments), larger ones from the large pool (segments of the
  *   request rounded up to 2 MiB).
  * - A segment belongs to the stream it was allocated for; its free blocks
- *   sit in that stream's pool, sorted by size, and are found by best fit.
+ *   sit in that stream's pool, binned by size, and are found by best fit.
  *   Blocks split on allocation (remainder >= 512 B small, > 1 MiB large)
  *   and merge with free neighbours on free.
  * - Stream-ordered reuse: a freed block is reusable at once by later work on
@@ -28,6 +28,14 @@
 #define SMALL_LIMIT ((size_t)1 << 20)
 #define SMALL_SEGMENT ((size_t)2 << 20)
 #define HASH_BITS 16
+/* Free blocks are binned by size, 4 bins per power of two from 512 B up to
+ * 2^47 B (TLSF-style); each bin is a list sorted by size.  Best fit scans
+ * only the request's own bin, then takes the smallest block of the next
+ * non-empty bin (a bitmap finds it), so the cost does not grow with the
+ * number of cached blocks. */
+#define MIN_LOG2 9
+#define BIN_COUNT ((47 - MIN_LOG2) * 4)
+#define BITMAP_WORDS ((BIN_COUNT + 63) / 64)
 
 enum { POOL_SMALL, POOL_LARGE };
 
@@ -50,10 +58,15 @@ typedef struct block {
   int n_uses, cap_uses;
 } block;
 
+typedef struct free_pool {
+  block *bins[BIN_COUNT];
+  uint64_t nonempty[BITMAP_WORDS];
+} free_pool;
+
 struct nrt_allocator {
   nrt_device *dev;
   pthread_mutex_t lock;
-  block *pools[NRT_STREAM_SLOTS][2];
+  free_pool pools[NRT_STREAM_SLOTS][2];
   block *pending; /* freed, waiting for recorded streams */
   block *live[1u << HASH_BITS];
   nrt_mem_stats st;
@@ -76,15 +89,23 @@ static unsigned hash_of(const void *p) {
   return (unsigned)(((uintptr_t)p >> 9) * 0x9E3779B97F4A7C15ull >> (64 - HASH_BITS));
 }
 
-/* ---- free lists (sorted by size, then address) */
+/* ---- free lists, binned by size */
 
-static block **pool_of(nrt_allocator *a, const block *b) {
+static int bin_of(size_t size) {
+  int log2 = 63 - __builtin_clzll((unsigned long long)size);
+  return (log2 - MIN_LOG2) * 4 + (int)((size >> (log2 - 2)) & 3);
+}
+
+static free_pool *pool_of(nrt_allocator *a, const block *b) {
   return &a->pools[nrt_stream_id(b->stream)][b->pool];
 }
 
+/* Equal sizes go first (last freed, first reused: its lines are warm). */
 static void pool_insert(nrt_allocator *a, block *b) {
-  block **head = pool_of(a, b), *prev = NULL, *cur = *head;
-  while (cur && (cur->size < b->size || (cur->size == b->size && cur->ptr < b->ptr))) {
+  free_pool *fp = pool_of(a, b);
+  int bin = bin_of(b->size);
+  block **head = &fp->bins[bin], *prev = NULL, *cur = *head;
+  while (cur && cur->size < b->size) {
     prev = cur;
     cur = cur->pool_next;
   }
@@ -92,12 +113,26 @@ static void pool_insert(nrt_allocator *a, block *b) {
   b->pool_next = cur;
   if (cur) cur->pool_prev = b;
   if (prev) prev->pool_next = b; else *head = b;
+  fp->nonempty[bin / 64] |= (uint64_t)1 << (bin % 64);
 }
 
 static void pool_remove(nrt_allocator *a, block *b) {
-  if (b->pool_prev) b->pool_prev->pool_next = b->pool_next; else *pool_of(a, b) = b->pool_next;
+  free_pool *fp = pool_of(a, b);
+  int bin = bin_of(b->size);
+  if (b->pool_prev) b->pool_prev->pool_next = b->pool_next; else fp->bins[bin] = b->pool_next;
   if (b->pool_next) b->pool_next->pool_prev = b->pool_prev;
   b->pool_prev = b->pool_next = NULL;
+  if (!fp->bins[bin]) fp->nonempty[bin / 64] &= ~((uint64_t)1 << (bin % 64));
+}
+
+/* First non-empty bin at or after `bin`, or -1. */
+static int next_bin(const free_pool *fp, int bin) {
+  for (int w = bin / 64; w < BITMAP_WORDS; w++) {
+    uint64_t bits = fp->nonempty[w];
+    if (w == bin / 64) bits &= ~(uint64_t)0 << (bin % 64);
+    if (bits) return w * 64 + __builtin_ctzll(bits);
+  }
+  return -1;
 }
 
 static int is_free_in_pool(const block *b) { return b && !b->allocated && b->n_uses == 0; }
@@ -154,28 +189,32 @@ static void process_pending(nrt_allocator *a) {
  * arena. */
 static void release_cached(nrt_allocator *a) {
   for (int s = 0; s < NRT_STREAM_SLOTS; s++)
-    for (int p = 0; p < 2; p++) {
-      block *b = a->pools[s][p];
-      while (b) {
-        block *next = b->pool_next;
-        if (!b->prev && !b->next && nrt_stream_completed(b->stream) >= b->free_seq) {
-          pool_remove(a, b);
-          nrt_arena_give(a->dev->arena, b->ptr, b->size);
-          a->st.reserved_bytes -= b->size;
-          a->st.segment_count--;
-          a->st.segment_free_count++;
-          free(b->uses);
-          free(b);
+    for (int p = 0; p < 2; p++)
+      for (int bin = 0; (bin = next_bin(&a->pools[s][p], bin)) >= 0; bin++) {
+        block *b = a->pools[s][p].bins[bin];
+        while (b) {
+          block *next = b->pool_next;
+          if (!b->prev && !b->next && nrt_stream_completed(b->stream) >= b->free_seq) {
+            pool_remove(a, b);
+            nrt_arena_give(a->dev->arena, b->ptr, b->size);
+            a->st.reserved_bytes -= b->size;
+            a->st.segment_count--;
+            a->st.segment_free_count++;
+            free(b->uses);
+            free(b);
+          }
+          b = next;
         }
-        b = next;
       }
-    }
 }
 
 static block *best_fit(nrt_allocator *a, nrt_stream *s, int pool, size_t size) {
-  for (block *b = a->pools[nrt_stream_id(s)][pool]; b; b = b->pool_next)
+  free_pool *fp = &a->pools[nrt_stream_id(s)][pool];
+  int bin = bin_of(size);
+  for (block *b = fp->bins[bin]; b; b = b->pool_next)
     if (b->size >= size) return b;
-  return NULL;
+  bin = next_bin(fp, bin + 1);
+  return bin < 0 ? NULL : fp->bins[bin];
 }
 
 static block *new_segment(nrt_allocator *a, nrt_stream *s, int pool, size_t size) {
@@ -391,8 +430,9 @@ nrt_status nrt_mem_stats_get(int device, nrt_mem_stats *stats) {
   uint64_t inactive = 0; /* free pieces of segments that are partly in use */
   for (int s = 0; s < NRT_STREAM_SLOTS; s++)
     for (int p = 0; p < 2; p++)
-      for (block *b = a->pools[s][p]; b; b = b->pool_next)
-        if (b->prev || b->next) inactive += b->size;
+      for (int bin = 0; (bin = next_bin(&a->pools[s][p], bin)) >= 0; bin++)
+        for (block *b = a->pools[s][p].bins[bin]; b; b = b->pool_next)
+          if (b->prev || b->next) inactive += b->size;
   a->st.inactive_split_bytes = inactive;
   *stats = a->st;
   pthread_mutex_unlock(&a->lock);
