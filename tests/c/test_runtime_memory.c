@@ -235,6 +235,53 @@ static void test_pinned(void) {
   CHECK(z == NULL);
 }
 
+/* Random allocations and frees against a reference: live blocks never
+ * overlap (each keeps its own fill pattern until freed) and the byte
+ * statistics follow the reference: requested bytes exactly; allocated
+ * bytes exactly for small blocks (512 B granularity), and for large ones
+ * up to the 1 MiB remainder a large block keeps rather than split off. */
+static void test_random_against_reference(nrt_stream *s0, nrt_stream *s1) {
+  enum { LIVE = 128, OPS = 4000 };
+  struct { unsigned char *p; size_t bytes; unsigned char tag; } live[LIVE] = {{0}};
+  uint64_t rng = 12345, base_alloc = stats(0).allocated_bytes, sum = 0, requested = 0;
+  uint64_t slack = 0; /* 1 MiB per live large block */
+  int intact = 1, stats_match = 1;
+  for (int op = 0; op < OPS; op++) {
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    int k = (int)((rng >> 33) % LIVE);
+    if (live[k].p) { /* free it, after checking nobody wrote over it */
+      for (size_t i = 0; i < live[k].bytes; i += 997) intact &= live[k].p[i] == live[k].tag;
+      intact &= live[k].p[live[k].bytes - 1] == live[k].tag;
+      sum -= (live[k].bytes + 511) & ~(size_t)511;
+      requested -= live[k].bytes;
+      if (live[k].bytes > MiB) slack -= MiB;
+      CHECK_OK(nrt_mem_free(live[k].p));
+      live[k].p = NULL;
+    } else {
+      int large = (rng >> 20) % 16 == 0;
+      size_t bytes = large ? MiB + (size_t)((rng >> 40) % (3 * MiB)) : 1 + (size_t)((rng >> 40) % 70000);
+      void *p = NULL;
+      CHECK_OK(nrt_mem_alloc(op % 3 ? s0 : s1, bytes, &p));
+      live[k].p = p;
+      live[k].bytes = bytes;
+      live[k].tag = (unsigned char)(op | 1);
+      memset(p, live[k].tag, bytes);
+      sum += (bytes + 511) & ~(size_t)511;
+      requested += bytes;
+      if (bytes > MiB) slack += MiB;
+    }
+    nrt_mem_stats st = stats(0);
+    stats_match &= st.requested_bytes == requested;
+    stats_match &= st.allocated_bytes >= base_alloc + sum;
+    stats_match &= st.allocated_bytes <= base_alloc + sum + slack;
+    stats_match &= st.allocated_bytes <= st.reserved_bytes;
+  }
+  CHECK(intact);
+  CHECK(stats_match);
+  for (int k = 0; k < LIVE; k++) CHECK_OK(nrt_mem_free(live[k].p));
+  CHECK(stats(0).allocated_bytes == base_alloc);
+}
+
 int main(void) {
   setenv("TORCHNEURON_HBM_SIZE", "256M", 1);
   setenv("TORCHNEURON_DEVICE_COUNT", "2", 1);
@@ -248,6 +295,7 @@ int main(void) {
   test_stream_ordered(s0, s1);
   test_record_stream(s0, s1);
   test_large(s0);
+  test_random_against_reference(s0, s1);
   test_oom(s0, s1);
   test_empty_cache(s0);
   test_other_device();
