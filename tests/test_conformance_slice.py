@@ -102,6 +102,15 @@ def test_move_sample_keeps_layout_nesting_and_leaves():
     assert torch.equal(first.cpu(), strided.detach())
 
 
+def test_tensors_op_db_makes_on_the_cpu_stay_there():
+    op = catalog.find_op("tensor_split")
+    samples = list(op.sample_inputs("cpu", torch.float32))
+    pinned = harness.cpu_pinned(op, torch.float32, requires_grad=False)
+    moved = harness.move_sample(samples[0], "neuron", pinned[0])
+    assert moved.input.device.type == "neuron"
+    assert moved.args[0].device.type == "cpu"  # the indices, as tensor_split demands
+
+
 def test_metadata_only_where_upstream_skips_values():
     values_reason, _ = catalog.comparison_policy("nn.functional.dropout", torch.float32)
     assert values_reason

@@ -19,7 +19,7 @@ import time
 import warnings
 
 import torch
-from torch.utils._pytree import tree_flatten, tree_map
+from torch.utils._pytree import tree_flatten, tree_unflatten
 
 from . import catalog
 
@@ -107,17 +107,53 @@ def _copy_tensor(tensor, device):
     return copy.requires_grad_(tensor.requires_grad)
 
 
-def move_sample(sample, device):
-    """The sample with every tensor in its (nested) input, args and kwargs
-    copied to `device`, and a `device=` kwarg naming the CPU retargeted."""
-    def move(value):
-        return _copy_tensor(value, device) if isinstance(value, torch.Tensor) else value
+def _names_cpu(leaf):
+    if isinstance(leaf, torch.Tensor):
+        return leaf.device.type == "cpu"
+    if isinstance(leaf, (str, torch.device)):
+        try:
+            return torch.device(leaf).type == "cpu"
+        except (RuntimeError, ValueError):
+            return False  # a string that is not a device
+    return False
 
-    kwargs = tree_map(move, sample.kwargs)
-    if "device" in kwargs and torch.device(kwargs["device"]).type == "cpu":
-        kwargs["device"] = device
-    return sample.__class__(tree_map(move, sample.input),
-                            args=tree_map(move, sample.args), kwargs=kwargs,
+
+def cpu_pinned(op, dtype, requires_grad):
+    """For each sample op_db makes, the positions (in the flattened input,
+    args and kwargs) of the tensors and device arguments that are on the CPU
+    whatever the device the samples are for -- tensor_split's indices, to()'s
+    explicit "cpu".  Learnt by making the samples for the meta device (cheap:
+    no data); None where a sample function cannot do that."""
+    try:
+        torch.manual_seed(0)
+        samples = list(op.sample_inputs("meta", dtype, requires_grad=requires_grad))
+    except Exception:  # noqa: BLE001 -- data-dependent sample functions
+        return None
+    pinned = []
+    for sample in samples:
+        leaves, spec = tree_flatten((sample.input, sample.args, sample.kwargs))
+        pinned.append((spec, frozenset(i for i, leaf in enumerate(leaves) if _names_cpu(leaf))))
+    return pinned
+
+
+def move_sample(sample, device, pinned=None):
+    """The sample with every tensor in its (nested) input, args and kwargs
+    copied to `device`, and every device argument naming the CPU retargeted
+    to it -- except at the `pinned` positions (see cpu_pinned)."""
+    leaves, spec = tree_flatten((sample.input, sample.args, sample.kwargs))
+    pinned_spec, keep = pinned or (spec, frozenset())
+    if pinned_spec != spec:
+        keep = frozenset()  # the meta samples differ in shape: no knowledge
+    moved = []
+    for index, leaf in enumerate(leaves):
+        target = "cpu" if index in keep else device
+        if isinstance(leaf, torch.Tensor):
+            leaf = _copy_tensor(leaf, target)
+        elif _names_cpu(leaf) and index not in keep:
+            leaf = device if isinstance(leaf, str) else torch.device(device)
+        moved.append(leaf)
+    input, args, kwargs = tree_unflatten(moved, spec)
+    return sample.__class__(input, args=args, kwargs=kwargs,
                             output_process_fn_grad=sample.output_process_fn_grad,
                             name=sample.name)
 
@@ -132,7 +168,7 @@ def _gradient_inputs(sample):
     return [t for t in leaves if isinstance(t, torch.Tensor) and t.requires_grad]
 
 
-def _backward_seeds(outputs, inputs, device):
+def _backward_seeds(outputs, inputs):
     """(differentiable outputs, ones like them on `device`), or None when
     there is nothing to differentiate.  Seeding the backward with ones gives
     the gradients of the sum of the outputs without computing that sum: the
@@ -141,7 +177,7 @@ def _backward_seeds(outputs, inputs, device):
     outs = [t for t in leaves if isinstance(t, torch.Tensor) and t.requires_grad]
     if not outs or not inputs:
         return None
-    return outs, [_copy_tensor(torch.ones(out.shape, dtype=out.dtype), device)
+    return outs, [_copy_tensor(torch.ones(out.shape, dtype=out.dtype), out.device)
                   for out in outs]
 
 
@@ -175,7 +211,7 @@ def _compare_leaf(actual, expected, device_type, values, tolerance, where):
         return
     if not isinstance(actual, torch.Tensor):
         raise Mismatch(f"{where}: got {type(actual).__name__}, expected a tensor")
-    if actual.device.type != device_type:
+    if device_type is not None and actual.device.type != device_type:
         raise Mismatch(f"{where}: result on {actual.device}, expected {device_type}")
     if actual.requires_grad != expected.requires_grad:
         raise Mismatch(f"{where}: requires_grad {actual.requires_grad}, "
@@ -193,8 +229,8 @@ def _compare_leaf(actual, expected, device_type, values, tolerance, where):
 
 def compare(actual, expected, device_type, values=True, tolerance=None, what="output"):
     """Raises Mismatch/AssertionError when `actual` (on the device) is not
-    `expected` (on the CPU): same nesting, tensors on the device, same dtypes
-    and shapes, and (when `values`) close values."""
+    `expected` (on the CPU): same nesting, tensors on `device_type` (None: on
+    any device), same dtypes and shapes, and (when `values`) close values."""
     actual_leaves, actual_spec = tree_flatten(actual)
     expected_leaves, expected_spec = tree_flatten(expected)
     if actual_spec != expected_spec:
@@ -213,11 +249,24 @@ class _Case:
     sample: object          # the pristine sample, on the CPU
     expected: object
     expected_grads: object  # None: gradients are not compared
+    pinned: object          # see cpu_pinned
+    asks_for_cpu: bool      # a device argument stays "cpu": so may the results
+
+
+def _asks_for_cpu(sample, pinned):
+    if pinned is None:
+        return False
+    leaves, spec = tree_flatten((sample.input, sample.args, sample.kwargs))
+    pinned_spec, keep = pinned
+    return spec == pinned_spec and any(not isinstance(leaves[i], torch.Tensor) for i in keep)
 
 
 def _cpu_cases(op, dtype, with_grads, max_samples):
     torch.manual_seed(0)
     samples = list(op.sample_inputs("cpu", dtype, requires_grad=with_grads))
+    pinned = cpu_pinned(op, dtype, with_grads)
+    if pinned is None or len(pinned) != len(samples):
+        pinned = [None] * len(samples)
     cases = []
     for index, sample in enumerate(samples[:max_samples]):
         cpu = move_sample(sample, "cpu")
@@ -229,11 +278,12 @@ def _cpu_cases(op, dtype, with_grads, max_samples):
         if with_grads:
             try:
                 inputs = _gradient_inputs(cpu)
-                seeds = _backward_seeds(expected, inputs, "cpu")
+                seeds = _backward_seeds(expected, inputs)
                 grads = None if seeds is None else _gradients(seeds, inputs)
             except Exception:
                 pass
-        cases.append(_Case(index, sample, expected, grads))
+        cases.append(_Case(index, sample, expected, grads, pinned[index],
+                           _asks_for_cpu(sample, pinned[index])))
     return cases
 
 
@@ -250,7 +300,8 @@ def _run_on(op, sample, device):
 
 def _compare_case(case, actual, grads, device_type, values, tolerance):
     where = f"sample {case.index}"
-    compare(actual, case.expected, device_type, values, tolerance, f"{where} output")
+    output_device = None if case.asks_for_cpu else device_type
+    compare(actual, case.expected, output_device, values, tolerance, f"{where} output")
     if case.expected_grads is not None:
         if grads is None:
             raise Mismatch(f"{where}: no differentiable output on the device")
@@ -273,13 +324,13 @@ def _device_run(op, cases, device, fallback, fallback_mode, values, tolerance):
     hit, error = set(), None
     for case in cases:
         try:
-            sample = move_sample(case.sample, device)
+            sample = move_sample(case.sample, device, case.pinned)
             with fallback.counting(fallback_mode, device_type, hit):
                 actual = _run_on(op, sample, device)
             grads = seeds = None
             if case.expected_grads is not None:
                 inputs = _gradient_inputs(sample)
-                seeds = _backward_seeds(actual, inputs, device)
+                seeds = _backward_seeds(actual, inputs)
             if seeds is not None:
                 with fallback.counting(fallback_mode, device_type, hit):
                     grads = _gradients(seeds, inputs)
