@@ -2,21 +2,35 @@
  *
  * TORCHNEURON_NUM_THREADS threads in all: the caller is worker 0 and
  * n-1 helper threads (started at the first parallel region) are workers
- * 1..n-1.  Chunks are handed out by an atomic counter.  One region runs at
- * a time; a caller that finds the pool busy (another stream's kernel), or
- * that is already inside a region, runs its whole range inline as worker 0,
- * so nothing can deadlock.  Worker indexes are therefore unique within one
- * call, not across concurrent calls: per-worker scratch belongs to the call. */
-#include <time.h>
-
+ * 1..n-1.  Chunks (at least grain long, except the last) are handed out by
+ * an atomic counter.  One region runs at a time; a caller that finds the
+ * pool busy (another stream's kernel), or that is already inside a region,
+ * runs its whole range inline as worker 0, so nothing can deadlock.  Worker
+ * indexes are therefore unique within one call, not across concurrent
+ * calls: per-worker scratch belongs to the call.
+ *
+ * The caller never waits for a helper that has not shown up: a helper
+ * joins a region (job.joined) and then checks that it is still open; the
+ * caller closes it once every chunk is claimed and waits only for helpers
+ * that joined.  Both sides store then load (seq_cst), so either the caller
+ * sees the helper or the helper sees the region closed and touches
+ * nothing.  On a loaded machine the caller just does the work itself.
+ *
+ * Latency: kernels come in bursts, so a helper polls `generation` for a
+ * short while after each region before it sleeps, and the caller polls
+ * for joined helpers to finish before it sleeps.  Generation changes and
+ * the sleeper count are both under wake_lock, so a wake-up is never lost. */
 #include "internal.h"
+
+#define SPIN_NS 30000u
 
 static int n_threads = 1;
 static pthread_mutex_t region_lock = PTHREAD_MUTEX_INITIALIZER; /* one region */
 static pthread_mutex_t wake_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake_cv = PTHREAD_COND_INITIALIZER, done_cv = PTHREAD_COND_INITIALIZER;
-static int helpers_started;
-static uint64_t generation;
+static int helpers; /* threads in the pool, caller included; under region_lock */
+static _Atomic uint64_t generation; /* written under wake_lock */
+static int sleeping_helpers;        /* under wake_lock */
 static _Thread_local int in_region;
 
 static struct {
@@ -24,10 +38,12 @@ static struct {
   void *arg;
   int64_t n, chunk;
   _Atomic int64_t next;
-  atomic_int busy_helpers;
-} job;
+  atomic_int joined; /* helpers inside the current region */
+  atomic_int closed; /* every chunk is claimed: no one may join */
+} job = {.closed = 1};
 
 void nrt_pool_init(int threads) { n_threads = threads > 0 ? threads : 1; }
+
 int nrt_compute_threads(void) {
   nrt_ensure_init();
   return n_threads;
@@ -36,9 +52,32 @@ int nrt_compute_threads(void) {
 static void run_chunks(int worker) {
   int64_t b;
   while ((b = atomic_fetch_add(&job.next, job.chunk)) < job.n) {
-    int64_t e = b + job.chunk < job.n ? b + job.chunk : job.n;
+    int64_t e = job.n - b > job.chunk ? b + job.chunk : job.n;
     job.fn(job.arg, b, e, worker);
   }
+}
+
+/* Polls `done` for up to SPIN_NS; returns its last answer. */
+static int spin_until(int (*done)(void *), void *arg) {
+  uint64_t until = 0;
+  for (unsigned i = 0;; i++) {
+    if (done(arg)) return 1;
+    if ((i & 63) == 63) {
+      uint64_t now = nrt_now_ns();
+      if (!until) until = now + SPIN_NS;
+      else if (now > until) return done(arg);
+    }
+    nrt_cpu_relax();
+  }
+}
+
+static int generation_moved(void *seen) {
+  return atomic_load(&generation) != *(uint64_t *)seen;
+}
+
+static int helpers_done(void *unused) {
+  (void)unused;
+  return atomic_load(&job.joined) == 0;
 }
 
 static void *helper_main(void *arg) {
@@ -46,12 +85,17 @@ static void *helper_main(void *arg) {
   uint64_t seen = 0;
   in_region = 1; /* a kernel's nested parallel_for runs inline */
   for (;;) {
-    pthread_mutex_lock(&wake_lock);
-    while (generation == seen) pthread_cond_wait(&wake_cv, &wake_lock);
-    seen = generation;
-    pthread_mutex_unlock(&wake_lock);
-    run_chunks(worker);
-    if (atomic_fetch_sub(&job.busy_helpers, 1) == 1) {
+    if (!spin_until(generation_moved, &seen)) {
+      pthread_mutex_lock(&wake_lock);
+      sleeping_helpers++;
+      while (atomic_load(&generation) == seen) pthread_cond_wait(&wake_cv, &wake_lock);
+      sleeping_helpers--;
+      pthread_mutex_unlock(&wake_lock);
+    }
+    seen = atomic_load(&generation);
+    atomic_fetch_add(&job.joined, 1);
+    if (!atomic_load(&job.closed)) run_chunks(worker);
+    if (atomic_fetch_sub(&job.joined, 1) == 1 && atomic_load(&job.closed)) {
       pthread_mutex_lock(&wake_lock);
       pthread_cond_signal(&done_cv);
       pthread_mutex_unlock(&wake_lock);
@@ -60,6 +104,8 @@ static void *helper_main(void *arg) {
   return NULL;
 }
 
+/* Starts the helpers; returns how many threads the pool has, caller
+ * included (fewer than asked if the OS refuses threads). */
 static int start_helpers(void) {
   for (int i = 1; i < n_threads; i++) {
     pthread_t t;
@@ -77,29 +123,28 @@ void nrt_parallel_for(int64_t n, int64_t grain, nrt_range_fn fn, void *arg) {
     fn(arg, 0, n, 0);
     return;
   }
-  static int helpers; /* how many started, guarded by region_lock */
-  if (!helpers_started) {
-    helpers = start_helpers();
-    helpers_started = 1;
-  }
-  int64_t per = (n + helpers - 1) / helpers;
+  if (!helpers) helpers = start_helpers();
+  int64_t per = n / helpers + (n % helpers != 0);
   job.fn = fn;
   job.arg = arg;
   job.n = n;
   job.chunk = per > grain ? per : grain;
   atomic_store(&job.next, 0);
-  atomic_store(&job.busy_helpers, helpers - 1);
+  atomic_store(&job.closed, 0);
   if (helpers > 1) {
     pthread_mutex_lock(&wake_lock);
-    generation++;
-    pthread_cond_broadcast(&wake_cv);
+    atomic_fetch_add(&generation, 1);
+    if (sleeping_helpers) pthread_cond_broadcast(&wake_cv);
     pthread_mutex_unlock(&wake_lock);
   }
   in_region = 1;
   run_chunks(0);
   in_region = 0;
-  pthread_mutex_lock(&wake_lock);
-  while (atomic_load(&job.busy_helpers) > 0) pthread_cond_wait(&done_cv, &wake_lock);
-  pthread_mutex_unlock(&wake_lock);
+  atomic_store(&job.closed, 1);
+  if (!spin_until(helpers_done, NULL)) {
+    pthread_mutex_lock(&wake_lock);
+    while (!helpers_done(NULL)) pthread_cond_wait(&done_cv, &wake_lock);
+    pthread_mutex_unlock(&wake_lock);
+  }
   pthread_mutex_unlock(&region_lock);
 }
