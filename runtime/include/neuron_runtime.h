@@ -259,8 +259,9 @@ nrt_status nrt_mem_free(void *ptr);
 /* The block is also used on s: it is not reused until work queued on s up
  * to now has finished. */
 nrt_status nrt_mem_record_stream(void *ptr, nrt_stream *s);
-/* Synchronizes the device, then returns every unused segment to the arena
- * (and its pages to the OS). */
+/* Waits for the device's work, then returns every unused segment to the
+ * arena (and its pages to the OS).  Kernel errors are left on their streams
+ * for the next synchronisation (as is the out-of-memory retry's wait). */
 nrt_status nrt_mem_empty_cache(int device);
 nrt_status nrt_mem_stats_get(int device, nrt_mem_stats *stats);
 nrt_status nrt_mem_stats_reset_peak(int device);
