@@ -11,7 +11,18 @@
  * take the wake-up lock when the worker is asleep, so a launch in a busy
  * loop is a copy and an atomic store.  The sleep handshakes
  * (worker_sleeping/tail, waiters/head, space_waiters/head) are seq_cst
- * store-then-load pairs on both sides, so no wake-up is ever lost. */
+ * store-then-load pairs on both sides, so no wake-up is ever lost.  The
+ * fields each side touches per task sit on separate cache lines.
+ *
+ * Errors: a kernel fails by returning nonzero or calling nrt_exec_fail; the
+ * worker keeps the first failure as "<task name>: <message>" on the stream
+ * until a synchronisation returns it, and goes on with the next task.
+ * Launch-blocking mode is a synchronisation after every public launch.
+ * Public launches cannot name the internal event kernels (their params
+ * hold runtime pointers); event.c queues those with nrt_launch_internal.
+ *
+ * Each worker has one nrt_exec_ctx: its stream, an SBUF scratchpad mapped
+ * at first use, and the failure message of the running task. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
