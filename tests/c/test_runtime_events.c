@@ -138,6 +138,24 @@ static void test_chain(nrt_stream **s, int n) {
   for (int i = 0; i < n; i++) CHECK_OK(nrt_event_destroy(ev[i]));
 }
 
+/* A failed kernel before the record does not stall the waiting stream;
+ * the error stays with the stream it happened on. */
+static void test_wait_after_failure(nrt_stream *a, nrt_stream *b) {
+  nrt_event *e;
+  int64_t counter = 0;
+  CHECK_OK(nrt_event_create(0, &e));
+  nrt_task bad = {.kernel = K_FAIL, .name = "aten::gather"};
+  CHECK_OK(nrt_launch(a, &bad));
+  CHECK_OK(nrt_event_record(e, a));
+  CHECK_OK(nrt_stream_wait_event(b, e));
+  CHECK_OK(launch_add(b, &counter, 1));
+  CHECK_OK(nrt_stream_synchronize(b));
+  CHECK(counter == 1);
+  CHECK_OK(nrt_event_query(e));
+  CHECK(nrt_stream_synchronize(a) == NRT_ERROR_KERNEL_FAILED);
+  CHECK_OK(nrt_event_destroy(e));
+}
+
 int main(void) {
   setenv("TORCHNEURON_HBM_SIZE", "64M", 1);
   setenv("TORCHNEURON_DEVICE_COUNT", "2", 1);
@@ -152,6 +170,7 @@ int main(void) {
   test_wait(a, d1); /* across devices */
   test_rerecord(a, b, c);
   test_destroy_with_uses(a, b);
+  test_wait_after_failure(a, b);
   test_elapsed(a);
   nrt_stream *chain[5] = {a, b, c, d1, nrt_stream_default(0)};
   test_chain(chain, 5);
