@@ -278,6 +278,8 @@ static nrt_status out_of_memory(nrt_allocator *a, size_t bytes) {
 nrt_status nrt_mem_alloc(nrt_stream *s, size_t bytes, void **ptr) {
   if (!s || !ptr) return nrt_fail(NRT_ERROR_INVALID_ARGUMENT, "nrt_mem_alloc: NULL argument");
   *ptr = NULL;
+  nrt_status forked = nrt_check_not_forked();
+  if (forked != NRT_SUCCESS) return forked;
   if (bytes == 0) return NRT_SUCCESS;
   nrt_allocator *a = s->device->alloc;
   if (bytes > nrt_arena_capacity(a->dev->arena)) {
@@ -350,6 +352,8 @@ static block *find_live(nrt_allocator *a, const void *ptr, int unlink) {
 
 nrt_status nrt_mem_free(void *ptr) {
   if (!ptr) return NRT_SUCCESS;
+  nrt_status forked = nrt_check_not_forked();
+  if (forked != NRT_SUCCESS) return forked;
   nrt_allocator *a = allocator_of(ptr);
   if (!a) return nrt_fail(NRT_ERROR_INVALID_ARGUMENT, "nrt_mem_free: %p is not device memory", ptr);
   pthread_mutex_lock(&a->lock);
@@ -385,6 +389,8 @@ nrt_status nrt_mem_free(void *ptr) {
 
 nrt_status nrt_mem_record_stream(void *ptr, nrt_stream *s) {
   if (!ptr || !s) return nrt_fail(NRT_ERROR_INVALID_ARGUMENT, "nrt_mem_record_stream: NULL argument");
+  nrt_status forked = nrt_check_not_forked();
+  if (forked != NRT_SUCCESS) return forked;
   nrt_allocator *a = allocator_of(ptr);
   if (!a) return nrt_fail(NRT_ERROR_INVALID_ARGUMENT, "%p is not device memory", ptr);
   pthread_mutex_lock(&a->lock);

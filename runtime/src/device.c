@@ -18,7 +18,24 @@ static nrt_status init_status;
 static char init_message[1024];
 static _Thread_local int current_device;
 
+/* A forked child has the parent's memory but none of its threads: no
+ * worker would ever run its streams, and a lock some parent thread held at
+ * the fork stays held.  Like CUDA, the runtime refuses to work there (with
+ * a status, not a hang); a process that forks before initialising is
+ * unaffected. */
+static atomic_int forked_child;
+
+static void mark_forked_child(void) { atomic_store(&forked_child, 1); }
+
+nrt_status nrt_check_not_forked(void) {
+  if (!atomic_load_explicit(&forked_child, memory_order_relaxed)) return NRT_SUCCESS;
+  return nrt_fail(NRT_ERROR_INTERNAL,
+                  "the neuron runtime cannot be used in a forked child process (it was "
+                  "initialised in the parent); use the 'spawn' multiprocessing start method");
+}
+
 static void init_runtime(void) {
+  pthread_atfork(NULL, NULL, mark_forked_child);
   init_status = nrt_config_from_env(&nrt_cfg);
   for (int i = 0; init_status == NRT_SUCCESS && i < nrt_cfg.device_count; i++) {
     nrt_device *d = &devices[i];
@@ -36,6 +53,8 @@ static void init_runtime(void) {
 }
 
 nrt_status nrt_ensure_init(void) {
+  nrt_status forked = nrt_check_not_forked();
+  if (forked != NRT_SUCCESS) return forked;
   pthread_once(&init_once, init_runtime);
   if (init_status != NRT_SUCCESS) return nrt_fail(init_status, "%s", init_message);
   return NRT_SUCCESS;
@@ -54,6 +73,7 @@ nrt_device *nrt_device_get(int index) {
 }
 
 nrt_status nrt_device_error(void) {
+  if (atomic_load(&forked_child)) return NRT_ERROR_INTERNAL;
   return init_status != NRT_SUCCESS ? init_status : NRT_ERROR_INVALID_DEVICE;
 }
 

@@ -140,6 +140,8 @@ nrt_status nrt_event_query(nrt_event *e) {
 
 nrt_status nrt_event_synchronize(nrt_event *e) {
   if (!e) return nrt_fail(NRT_ERROR_INVALID_ARGUMENT, "event is NULL");
+  nrt_status forked = nrt_check_not_forked();
+  if (forked != NRT_SUCCESS) return forked;
   wait_params c = capture_of(e);
   if (c.stream) nrt_stream_wait_seq(c.stream, c.seq);
   return NRT_SUCCESS;

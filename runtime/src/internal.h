@@ -49,6 +49,10 @@ nrt_device *nrt_device_get(int index);
  * failed initialisation's). */
 nrt_status nrt_device_error(void);
 nrt_status nrt_ensure_init(void);
+/* NRT_ERROR_INTERNAL with a message in a child forked after initialisation
+ * (checked by every call that would wait for a worker or take a lock that
+ * the fork may have left held). */
+nrt_status nrt_check_not_forked(void);
 /* Waits for the work launched so far on every stream of d, leaving kernel
  * errors on their streams for the caller's next synchronisation. */
 void nrt_device_wait_idle(nrt_device *d);

@@ -325,7 +325,8 @@ static void copy_task(nrt_task *dst, const nrt_task *src) {
 }
 
 nrt_status nrt_launch_internal(nrt_stream *s, const nrt_task *task, uint64_t *seq) {
-  nrt_status st = start_worker(s);
+  nrt_status st = nrt_check_not_forked();
+  if (st == NRT_SUCCESS) st = start_worker(s);
   if (st != NRT_SUCCESS) return st;
   pthread_mutex_lock(&s->push_lock);
   uint64_t t = atomic_load_explicit(&s->tail, memory_order_relaxed);
@@ -448,6 +449,8 @@ nrt_status nrt_stream_query(nrt_stream *s) {
 
 nrt_status nrt_stream_synchronize(nrt_stream *s) {
   if (!s) return nrt_fail(NRT_ERROR_INVALID_ARGUMENT, "stream is NULL");
+  nrt_status forked = nrt_check_not_forked();
+  if (forked != NRT_SUCCESS) return forked;
   nrt_stream_wait_seq(s, atomic_load(&s->tail));
   pthread_mutex_lock(&s->lock);
   nrt_status err = s->error;
