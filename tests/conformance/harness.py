@@ -10,6 +10,12 @@ Where op_db skips that test (random, uninitialised or undefined outputs) only
 the structure, shapes and dtypes are compared.  Ops with autograd also have
 the gradients of the sum of their outputs compared, input by input.
 
+Samples are made on the CPU (seeded, so every run sees the same ones) and
+copied to the device with their strides; what op_db makes on the CPU
+whatever the device (tensor_split's indices) stays there.  Only the op and
+its backward run under the fallback mode and count towards its verdict:
+moving samples and results is the harness's work.
+
 Verdicts: "native" (correct with no CPU fallback), "fallback" (correct only
 through the fallback), "fails" (wrong or raising even with the fallback).
 """
