@@ -412,6 +412,7 @@ static int try_run_inline(nrt_stream *s, const nrt_task *t) {
 nrt_status nrt_launch(nrt_stream *s, const nrt_task *task) {
   if (!s || !task) return nrt_fail(NRT_ERROR_INVALID_ARGUMENT, "nrt_launch: NULL argument");
   nrt_status st = check_task(task);
+  if (st == NRT_SUCCESS) st = nrt_check_not_forked(); /* before the inline path's lock */
   int ran = st == NRT_SUCCESS && task->kernel >= NRT_KERNEL_FIRST_USER && s != own_stream &&
             is_small(task) && try_run_inline(s, task);
   if (st == NRT_SUCCESS && !ran) st = nrt_launch_internal(s, task, NULL);

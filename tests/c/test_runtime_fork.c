@@ -12,11 +12,13 @@
 #include "test_runtime_util.h"
 
 /* Runs in the child; the exit code is the number of failed expectations. */
-static int child_checks(nrt_stream *s, void *inherited) {
+static int child_checks(nrt_stream *s, nrt_stream *idle, void *inherited) {
   int bad = 0;
   nrt_task nop = {.kernel = NRT_KERNEL_NOP, .name = "nop"};
   bad += nrt_launch(s, &nop) != NRT_ERROR_INTERNAL;
   bad += strstr(nrt_last_error(), "forked") == NULL;
+  int64_t counter = 0; /* a small kernel, which an idle stream would run inline */
+  bad += launch_add(idle, &counter, 1) != NRT_ERROR_INTERNAL || counter != 0;
   bad += nrt_stream_synchronize(s) != NRT_ERROR_INTERNAL;
   bad += nrt_init() != NRT_ERROR_INTERNAL;
   void *p = (void *)1;
@@ -32,14 +34,14 @@ int main(void) {
   setenv("TORCHNEURON_HBM_SIZE", "64M", 1);
   CHECK_OK(nrt_init());
   register_test_kernels();
-  nrt_stream *s = nrt_stream_default(0);
+  nrt_stream *s = nrt_stream_default(0), *idle = nrt_stream_default(1);
   int64_t counter = 0;
   CHECK_OK(launch_add(s, &counter, 1));
   void *p = NULL;
   CHECK_OK(nrt_mem_alloc(s, 512, &p));
   CHECK_OK(launch_sleep(s, 20000)); /* the worker is busy when we fork */
   pid_t pid = fork();
-  if (pid == 0) _exit(child_checks(s, p));
+  if (pid == 0) _exit(child_checks(s, idle, p));
   int status = -1;
   CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
   CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);

@@ -170,6 +170,47 @@ static void test_launch_blocking(nrt_stream *s) {
   CHECK_OK(nrt_stream_synchronize(s));
 }
 
+/* A user kernel appending params[0] to the test_log in operands[0]: small,
+ * so on an idle stream it may run on the launching thread. */
+enum { K_LOG = 910 };
+static int log_kernel(const nrt_task *t, nrt_exec_ctx *ctx) {
+  (void)ctx;
+  test_log *log = t->operands[0].data;
+  int i = atomic_fetch_add(&log->n, 1);
+  if (i < 256) log->values[i] = *(const int *)t->params;
+  return 0;
+}
+
+static nrt_status launch_log_kernel(nrt_stream *s, test_log *log, int value) {
+  nrt_task t = {.kernel = K_LOG, .name = "log", .n_operands = 1};
+  t.operands[0] = (nrt_operand){.data = log, .dtype = NRT_UINT8, .ndim = 1, .sizes = {1}};
+  *(int *)t.params = value;
+  return nrt_launch(s, &t);
+}
+
+/* Small kernels (which an idle stream may run inline), queued host
+ * functions and slow tasks, interleaved, with the stream sometimes idle:
+ * the log is always in launch order. */
+static void test_mixed_order(nrt_stream *s) {
+  CHECK_OK(nrt_kernel_register(K_LOG, "log", log_kernel));
+  test_log log = {0};
+  log_entry host[64];
+  int n = 0;
+  CHECK_OK(nrt_stream_synchronize(s)); /* idle: the first kernel may run inline */
+  for (int round = 0; round < 16; round++) {
+    CHECK_OK(launch_log_kernel(s, &log, n++));
+    if (round % 4 == 1) CHECK_OK(launch_sleep(s, 3000));
+    host[round] = (log_entry){&log, n++};
+    CHECK_OK(launch_log(s, &host[round]));
+    CHECK_OK(launch_log_kernel(s, &log, n++));
+    if (round % 5 == 0) CHECK_OK(nrt_stream_synchronize(s)); /* idle again */
+  }
+  CHECK_OK(nrt_stream_synchronize(s));
+  int in_order = atomic_load(&log.n) == n;
+  for (int i = 0; in_order && i < n; i++) in_order = log.values[i] == i;
+  CHECK(in_order);
+}
+
 /* Tasks that use their own stream: synchronising it, or launching onto it
  * until the queue is full, must neither deadlock nor lose work. */
 typedef struct self_use {
@@ -215,5 +256,6 @@ int main(void) {
   test_kernel_failure(s1, s2);
   test_launch_blocking(s1);
   test_self_use(s1);
+  test_mixed_order(s2);
   return CHECK_SUMMARY();
 }
