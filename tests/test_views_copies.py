@@ -218,13 +218,6 @@ def test_item_after_queued_work_sees_the_result():
     assert x[-1].item() == 10
 
 
-def test_printing():
-    for cpu in (torch.arange(6.0).view(2, 3), torch.tensor([1, -2, 3]), torch.tensor(2.5)):
-        expected = repr(cpu)[:-1] + ", device='neuron:0')"
-        assert repr(cpu.to("neuron")) == expected
-    assert "device='neuron:1'" in str(torch.ones(2, device="neuron:1"))
-
-
 # -------------------------------------------------------------------- views
 
 VIEWS = {
