@@ -7,7 +7,7 @@ DEPS   := $(VENV)/.deps-stamp
 JOBS   ?= $(shell nproc)
 export CMAKE_BUILD_PARALLEL_LEVEL := $(JOBS)
 
-.PHONY: all build test ctest pytest sanitize demo bench clean
+.PHONY: all build test ctest pytest sanitize conformance demo bench clean
 
 all: build
 
@@ -44,6 +44,11 @@ pytest: build
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 1; fi; exit $$rc
 
 test: ctest pytest
+
+# All of op_db on neuron vs cpu (long): results in build/conformance,
+# the table in docs/ops.md.  `make test` runs a slice of it.
+conformance: build
+	$(VPY) tests/conformance/run.py --write-docs
 
 demo: build
 	$(VPY) examples/demo.py
