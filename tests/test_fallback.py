@@ -216,3 +216,24 @@ def test_printing_through_the_fallback_matches_cpu():
     for cpu in (torch.randn(3, 4) * 1000, torch.tensor([1, -2, 3]), torch.tensor(2.5),
                 torch.tensor([float("nan"), float("inf"), 1e-8])):
         assert repr(cpu.to("neuron")) == repr(cpu)[:-1] + ", device='neuron:0')"
+
+
+def test_conjugate_and_negative_views_copy_without_recursion():
+    # The math-bit fallbacks materialise a conj/neg view by copying it; the
+    # copy must apply the bit itself (it once recursed until the stack blew).
+    x = torch.randn(6, dtype=torch.complex64)
+    d = x.to("neuron")
+    assert torch.equal(d.conj().cpu(), x.conj())
+    assert torch.equal(d._neg_view().cpu(), -x)
+    out = torch.empty_like(d)
+    out.copy_(d.conj())
+    assert torch.equal(out.cpu(), x.conj().resolve_conj())
+    a = torch.tensor(0.5, device="neuron", requires_grad=True)
+    b = torch.tensor(0.3, device="neuron", requires_grad=True)
+    r = torch.polar(a, b)
+    ga, gb = torch.autograd.grad(r, (a, b), torch.ones_like(r))
+    ca = torch.tensor(0.5, requires_grad=True)
+    cb = torch.tensor(0.3, requires_grad=True)
+    ea, eb = torch.autograd.grad(torch.polar(ca, cb), (ca, cb), torch.ones(1, dtype=torch.complex64)[0])
+    torch.testing.assert_close(ga.cpu(), ea)
+    torch.testing.assert_close(gb.cpu(), eb)

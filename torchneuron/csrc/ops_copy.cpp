@@ -145,10 +145,25 @@ bool is_same_data(const at::Tensor& a, const at::Tensor& b) {
          a.scalar_type() == b.scalar_type();
 }
 
+// A conjugate or negative view as the source.  ATen's math-bit fallbacks
+// would materialise it by cloning it, that is by calling this copy again,
+// forever; so the stored values move as they are and the CPU, which has
+// kernels for the bits, applies them on the way.
+at::Tensor copy_math_view(const at::Tensor& dst, const at::Tensor& src) {
+  at::Tensor stored = src.is_conj() ? src.conj() : src;  // conj() clears the bit
+  if (stored.is_neg()) stored = stored._neg_view();
+  at::Tensor host = stored.cpu();
+  if (src.is_neg()) host = host._neg_view();
+  if (src.is_conj()) host = host.conj();
+  dst.copy_(host.resolve_conj().resolve_neg());
+  return dst;
+}
+
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
   const at::Tensor& src = self;
   TORCH_CHECK(src.defined() && dst.defined(), "copy_: undefined tensor");
   if (is_same_data(dst, src)) return dst;
+  if (src.is_conj() || src.is_neg()) return copy_math_view(dst, src);
   if (dst.numel() == 0) {  // nothing to move; still check the shapes
     const auto shape = at::infer_size_dimvector(dst.sizes(), src.sizes());
     TORCH_CHECK(dst.sizes().equals(shape), "output with shape ", dst.sizes(),
@@ -228,6 +243,14 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_copy_from", TORCH_FN(copy_from));
   m.impl("_copy_from_and_resize", TORCH_FN(copy_from_and_resize));
   m.impl("_local_scalar_dense", TORCH_FN(local_scalar_dense));
+}
+
+// copy_from sees the conjugate/negative bits itself (see copy_math_view).
+TORCH_LIBRARY_IMPL(aten, Conjugate, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+}
+TORCH_LIBRARY_IMPL(aten, Negative, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
 }
 
 }  // namespace torchneuron
