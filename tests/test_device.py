@@ -27,6 +27,16 @@ def test_autoload_can_be_disabled_and_import_still_works():
     assert out.split() == ["not-loaded", "False", "neuron:0"]
 
 
+def test_importing_torchneuron_before_torch_works():
+    # torch's autoload then re-enters the half-imported package.
+    out = check_python("""
+        import torchneuron
+        import torch
+        print(torch.ones(2, device="neuron").cpu().tolist())
+    """)
+    assert out.split() == ["[1.0,", "1.0]"]
+
+
 def test_device_module_is_registered():
     assert torch.get_device_module("neuron") is torch.neuron
     assert torch._C._get_privateuse1_backend_name() == "neuron"

@@ -9,7 +9,17 @@ Importing this package (which ``import torch`` does through the
 - generates ``Tensor.neuron()``, ``Tensor.is_neuron``, ``Module.neuron()``,
   the storage methods and their PackedSequence counterparts.
 """
-import torch
+
+
+def _autoload() -> None:
+    """Entry point torch calls at ``import torch``; importing did the work.
+
+    Defined before ``import torch``: when a user imports torchneuron first,
+    torch's autoload finds this half-initialised module and calls this
+    no-op, and the import below then finishes the registration."""
+
+
+import torch  # noqa: E402
 
 from torchneuron import _C  # noqa: F401  (registration happens on load)
 from torchneuron import neuron
@@ -31,6 +41,3 @@ def _register() -> None:
 
 _register()
 
-
-def _autoload() -> None:
-    """Entry point torch calls at ``import torch``; importing did the work."""
