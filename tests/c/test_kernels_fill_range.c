@@ -4,31 +4,10 @@
 #define _POSIX_C_SOURCE 200809L
 #include "test_kernels_util.h"
 
-static uint64_t raw_of(nrt_dtype t, const void *p) {
-  uint64_t raw = 0;
-  memcpy(&raw, p, (size_t)tk_size(t));
-  return raw;
-}
-
-/* bytes of a double stored into floating dtype t (through float for the
- * 16-bit types and float32, as PyTorch does) */
-static uint64_t float_raw(nrt_dtype t, double v) {
-  uint64_t raw = 0;
-  float f = (float)v;
-  uint16_t h;
-  switch (t) {
-  case NRT_FLOAT16: h = tk_f16_bits(f); memcpy(&raw, &h, 2); break;
-  case NRT_BFLOAT16: h = tk_bf16_bits(f); memcpy(&raw, &h, 2); break;
-  case NRT_FLOAT32: memcpy(&raw, &f, 4); break;
-  default: memcpy(&raw, &v, 8); break;
-  }
-  return raw;
-}
-
-static uint64_t int_raw(nrt_dtype t, int64_t v) {
-  if (t == NRT_BOOL) return v != 0;
-  return tk_size(t) == 8 ? (uint64_t)v : (uint64_t)v & ((1ull << (8 * tk_size(t))) - 1);
-}
+/* the bytes a kernel must store for a double / an int64 in dtype t: the
+ * shared reference conversion of test_kernels_util.h */
+static uint64_t float_raw(nrt_dtype t, double v) { return tk_expected((tk_value){0, 0, v}, t); }
+static uint64_t int_raw(nrt_dtype t, int64_t v) { return tk_expected((tk_value){1, v, 0}, t); }
 
 /* v as a value of integral dtype t (two's complement wrap, as ATen's
  * Scalar::to<uint8_t>(-1) gives 255) */
@@ -71,7 +50,7 @@ static void check_fill(nrt_dtype t, nk_scalar value, int ndim, const int64_t *si
   }
   int bad = 0;
   for (int64_t j = 0; j < span; j++)
-    bad += raw_of(t, buf + j * es) != (covered[j] ? want : sentinel);
+    bad += tk_raw(t, buf + j * es) != (covered[j] ? want : sentinel);
   if (bad) fprintf(stderr, "  fill %s: %d wrong elements\n", tk_dtype_names[t], bad);
   CHECK(bad == 0);
   free(covered);
@@ -112,7 +91,7 @@ static void check_arange(nrt_dtype t, nk_scalar start, nk_scalar step, int64_t n
   CHECK_OK(tk_run(&task));
   int bad = 0;
   for (int64_t i = 0; i < n; i++)
-    if (raw_of(t, buf + i * stride * es) != arange_want(t, start, step, i) && bad++ < 3)
+    if (tk_raw(t, buf + i * stride * es) != arange_want(t, start, step, i) && bad++ < 3)
       fprintf(stderr, "  arange %s [%lld]\n", tk_dtype_names[t], (long long)i);
   CHECK(bad == 0);
   tk_free(buf);
@@ -174,7 +153,7 @@ static void check_linspace(nrt_dtype t, double start, double end, int64_t steps,
   CHECK_OK(tk_run(&task));
   int bad = 0;
   for (int64_t i = 0; i < steps; i++)
-    if (raw_of(t, buf + i * stride * es) != linspace_want(t, start, end, steps, i) && bad++ < 3)
+    if (tk_raw(t, buf + i * stride * es) != linspace_want(t, start, end, steps, i) && bad++ < 3)
       fprintf(stderr, "  linspace %s(%g, %g, %lld) [%lld]\n", tk_dtype_names[t], start, end,
               (long long)steps, (long long)i);
   CHECK(bad == 0);

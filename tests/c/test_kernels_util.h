@@ -23,10 +23,7 @@ static const char *const tk_dtype_names[NRT_DTYPE_COUNT] = {
 
 /* ------------------------------------------------------------ operands */
 
-static inline int64_t tk_size(nrt_dtype t) {
-  static const int64_t sizes[NRT_DTYPE_COUNT] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8};
-  return sizes[t];
-}
+static inline int64_t tk_size(nrt_dtype t) { return (int64_t)nrt_dtype_size(t); }
 
 /* strides in ELEMENTS (NULL: contiguous row-major), converted to bytes */
 static inline nrt_operand tk_operand(void *data, nrt_dtype t, int ndim, const int64_t *sizes,
