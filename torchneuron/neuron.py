@@ -146,7 +146,8 @@ def synchronize(device: Any = None) -> None:
 
 def is_launch_blocking() -> bool:
     """TORCHNEURON_LAUNCH_BLOCKING=1: every launch waits and reports its own error."""
-    return os.environ.get("TORCHNEURON_LAUNCH_BLOCKING", "0") == "1"
+    _lazy_init()
+    return _C._is_launch_blocking()
 
 
 # ----------------------------------------------------------- streams, events

@@ -225,6 +225,8 @@ nrt_status nrt_kernel_register(uint32_t id, const char *name, nrt_kernel_fn fn);
  * queue is full.  Checks the kernel id and operand count.  With
  * TORCHNEURON_LAUNCH_BLOCKING=1 it waits and returns the task's own error. */
 nrt_status nrt_launch(nrt_stream *s, const nrt_task *task);
+/* 1 when launches are blocking (TORCHNEURON_LAUNCH_BLOCKING=1), else 0. */
+int nrt_launch_blocking(void);
 
 /* ------------------------------------------------------------------ memory */
 

@@ -362,6 +362,14 @@ static _Atomic int launch_blocking_override = -1; /* tests */
 
 void nrt_testing_set_launch_blocking(int on) { atomic_store(&launch_blocking_override, on); }
 
+/* A stream exists, so the runtime is initialised: no init check per launch. */
+static int blocking_now(void) {
+  int override = atomic_load(&launch_blocking_override);
+  return override >= 0 ? override : nrt_cfg.launch_blocking;
+}
+
+int nrt_launch_blocking(void) { return nrt_ensure_init() == NRT_SUCCESS && blocking_now(); }
+
 /* Small tasks on an idle stream run on the launching thread.
  *
  * Handing a task to the worker costs two cross-core trips of its cache
@@ -416,8 +424,7 @@ nrt_status nrt_launch(nrt_stream *s, const nrt_task *task) {
   int ran = st == NRT_SUCCESS && task->kernel >= NRT_KERNEL_FIRST_USER && s != own_stream &&
             is_small(task) && try_run_inline(s, task);
   if (st == NRT_SUCCESS && !ran) st = nrt_launch_internal(s, task, NULL);
-  int override = atomic_load(&launch_blocking_override);
-  int blocking = override >= 0 ? override : nrt_cfg.launch_blocking;
+  int blocking = blocking_now();
   if (st != NRT_SUCCESS || !blocking) return st;
   return nrt_stream_synchronize(s);
 }

@@ -70,5 +70,6 @@ PYBIND11_MODULE(_C, m) {
         THPGenerator_initDefaultGenerator(get_default_generator(device)));
   }, py::arg("device"));
   m.def("_device_properties", &device_properties, py::arg("device"));
+  m.def("_is_launch_blocking", [] { return nrt_launch_blocking() != 0; });
   bind_fallback(m);  // fallback_stats, fallback modes (fallback.cpp)
 }
