@@ -267,6 +267,9 @@ nrt_status nrt_mem_record_stream(void *ptr, nrt_stream *s);
 nrt_status nrt_mem_empty_cache(int device);
 nrt_status nrt_mem_stats_get(int device, nrt_mem_stats *stats);
 nrt_status nrt_mem_stats_reset_peak(int device);
+/* Zeroes the running totals (*_total, alloc/free and segment counts,
+ * retry_count, oom_count), as torch.cuda.reset_accumulated_memory_stats. */
+nrt_status nrt_mem_stats_reset_accumulated(int device);
 /* free = capacity minus reserved. */
 nrt_status nrt_mem_info(int device, size_t *free_bytes, size_t *total_bytes);
 /* Device whose HBM contains ptr, or -1 for any other address. */

@@ -460,6 +460,19 @@ nrt_status nrt_mem_stats_reset_peak(int device) {
   return NRT_SUCCESS;
 }
 
+nrt_status nrt_mem_stats_reset_accumulated(int device) {
+  nrt_device *d = nrt_device_get(device);
+  if (!d) return nrt_device_error();
+  nrt_mem_stats *st = &d->alloc->st;
+  pthread_mutex_lock(&d->alloc->lock);
+  st->allocated_bytes_total = st->freed_bytes_total = 0;
+  st->alloc_count = st->free_count = 0;
+  st->segment_alloc_count = st->segment_free_count = 0;
+  st->retry_count = st->oom_count = 0;
+  pthread_mutex_unlock(&d->alloc->lock);
+  return NRT_SUCCESS;
+}
+
 nrt_status nrt_mem_info(int device, size_t *free_bytes, size_t *total_bytes) {
   nrt_device *d = nrt_device_get(device);
   if (!d) return nrt_device_error();

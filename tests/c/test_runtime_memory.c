@@ -198,6 +198,13 @@ static void test_empty_cache(nrt_stream *s0) {
   CHECK_OK(nrt_mem_stats_reset_peak(0));
   st = stats(0);
   CHECK(st.allocated_bytes_peak == 0 && st.reserved_bytes_peak == 0 && st.segment_peak == 0);
+  CHECK(st.alloc_count > 0 && st.oom_count > 0);
+  CHECK_OK(nrt_mem_stats_reset_accumulated(0));
+  st = stats(0);
+  CHECK(st.alloc_count == 0 && st.free_count == 0 && st.allocated_bytes_total == 0 &&
+        st.freed_bytes_total == 0 && st.segment_alloc_count == 0 &&
+        st.segment_free_count == 0 && st.retry_count == 0 && st.oom_count == 0);
+  CHECK(nrt_mem_stats_reset_accumulated(7) == NRT_ERROR_INVALID_DEVICE);
   CHECK(nrt_mem_empty_cache(7) == NRT_ERROR_INVALID_DEVICE);
   CHECK(nrt_mem_info(0, NULL, &total_b) == NRT_ERROR_INVALID_ARGUMENT);
 }

@@ -9,17 +9,12 @@
 //    (nrt_mem_*).  This file only picks the stream (the current stream of the
 //    current device, as CUDA does), frees through the DataPtr deleter, and
 //    translates statistics.
-//  - The runtime keeps peaks resettable but its totals only grow, so
-//    "reset accumulated" keeps a per-device baseline here and reports the
-//    difference.
 //  - aten::record_stream is registered here: it only forwards to
 //    recordStream.
 //  - Pinned host memory reuses ATen's CachingHostAllocatorImpl, like CUDA:
 //    a pinned block freed while an asynchronous copy still reads it is held
 //    back until the events recorded for it (record_event) complete.
-#include <array>
 #include <cstring>
-#include <mutex>
 
 #include <ATen/core/CachingHostAllocator.h>
 #include <ATen/core/Tensor.h>
@@ -44,14 +39,6 @@ void free_device_block(void* ptr) {
   // pointer the runtime did not hand out, which this deleter never sees.
   (void)nrt_mem_free(ptr);
 }
-
-// Runtime totals that PyTorch lets users reset.
-constexpr uint64_t nrt_mem_stats::*kAccumulated[] = {
-    &nrt_mem_stats::allocated_bytes_total, &nrt_mem_stats::freed_bytes_total,
-    &nrt_mem_stats::alloc_count,           &nrt_mem_stats::free_count,
-    &nrt_mem_stats::segment_alloc_count,   &nrt_mem_stats::segment_free_count,
-    &nrt_mem_stats::retry_count,           &nrt_mem_stats::oom_count,
-};
 
 void set_stat(c10::CachingAllocator::StatArray& array, uint64_t current, uint64_t peak,
               uint64_t allocated = 0, uint64_t freed = 0) {
@@ -98,7 +85,9 @@ class NeuronDeviceAllocator final : public c10::DeviceAllocator {
   }
 
   c10::CachingDeviceAllocator::DeviceStats getDeviceStats(c10::DeviceIndex device) override {
-    nrt_mem_stats s = accumulated_since_reset(device);
+    check_device_index(device);
+    nrt_mem_stats s{};
+    NEURON_CHECK(nrt_mem_stats_get(device, &s));
     c10::CachingDeviceAllocator::DeviceStats out;
     set_stat(out.allocated_bytes, s.allocated_bytes, s.allocated_bytes_peak,
              s.allocated_bytes_total, s.freed_bytes_total);
@@ -119,10 +108,7 @@ class NeuronDeviceAllocator final : public c10::DeviceAllocator {
 
   void resetAccumulatedStats(c10::DeviceIndex device) override {
     check_device_index(device);
-    nrt_mem_stats now{};
-    NEURON_CHECK(nrt_mem_stats_get(device, &now));
-    std::lock_guard<std::mutex> lock(baseline_mutex_);
-    baselines_[device] = now;
+    NEURON_CHECK(nrt_mem_stats_reset_accumulated(device));
   }
 
   void resetPeakStats(c10::DeviceIndex device) override {
@@ -136,21 +122,6 @@ class NeuronDeviceAllocator final : public c10::DeviceAllocator {
     NEURON_CHECK(nrt_mem_info(device, &free_bytes, &total_bytes));
     return {free_bytes, total_bytes};
   }
-
- private:
-  nrt_mem_stats accumulated_since_reset(c10::DeviceIndex device) {
-    check_device_index(device);
-    nrt_mem_stats s{};
-    NEURON_CHECK(nrt_mem_stats_get(device, &s));
-    std::lock_guard<std::mutex> lock(baseline_mutex_);
-    for (auto field : kAccumulated) {
-      s.*field -= baselines_[device].*field;
-    }
-    return s;
-  }
-
-  std::mutex baseline_mutex_;
-  std::array<nrt_mem_stats, NRT_MAX_DEVICES> baselines_{};
 };
 
 NeuronDeviceAllocator device_allocator;
