@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "neuron_check.h"
+#include "ops.h"
 #include "neuron_stream.h"
 
 namespace torchneuron {
@@ -63,6 +64,36 @@ bool describe(const at::TensorIteratorBase& iter, int arg, nrt_operand* out) {
   out->dtype = dtype;
   out->ndim = iter.ndim();
   describe_iter_dims(iter, arg, out, 0);
+  return true;
+}
+
+bool describe_operands(const at::TensorIteratorBase& iter, nrt_task* task,
+                       std::vector<at::Tensor>* keep) {
+  const int n = iter.ntensors();
+  TORCH_INTERNAL_ASSERT(n <= NRT_MAX_OPERANDS, "too many operands for one task: ", n);
+  task->n_operands = n;
+  for (int i = 0; i < n; ++i) {
+    if (!iter.is_cpu_scalar(i)) {
+      if (!describe(iter, i, &task->operands[i])) return false;
+      continue;
+    }
+    const at::TensorBase& cpu = iter.tensor_base(i);
+    nrt_dtype dtype;
+    if (!to_nrt_dtype(cpu.scalar_type(), &dtype)) return false;
+    at::Tensor d = empty_neuron({}, cpu.scalar_type(), iter.device(0));
+    at::Tensor view = at::Tensor(cpu);
+    fill_scalar(d, view.item());
+    // The device scalar broadcasts over the iteration shape (stride 0).
+    nrt_operand* op = &task->operands[i];
+    op->data = d.data_ptr();
+    op->dtype = dtype;
+    op->ndim = iter.ndim();
+    for (int k = 0; k < iter.ndim(); ++k) {
+      op->sizes[k] = iter.shape()[iter.ndim() - 1 - k];
+      op->strides[k] = 0;
+    }
+    keep->push_back(std::move(d));
+  }
   return true;
 }
 

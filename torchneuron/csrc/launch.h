@@ -24,6 +24,7 @@
 #include <c10/core/ScalarType.h>
 
 #include <cstring>
+#include <vector>
 #include <type_traits>
 
 #include "neuron_kernels.h"
@@ -63,6 +64,15 @@ void describe_flat(const at::TensorBase& t, nrt_dtype dtype, nrt_operand* out);
 // Operand `arg` of a built TensorIterator (its shape, that operand's strides
 // and dtype).  False when not native.
 bool describe(const at::TensorIteratorBase& iter, int arg, nrt_operand* out);
+// Every operand of a built TensorIterator into task operands 0..ntensors-1
+// (outputs first, as TensorIterator orders them).  A 0-dim CPU tensor
+// operand (TensorIterator lets one through on non-CPU devices, as cuda
+// does) becomes a 0-dim device tensor filled on the current stream; `keep`
+// holds it until the task is queued (the caching allocator is stream
+// ordered, so dropping it after the launch is safe).  False when an operand
+// is not native.
+bool describe_operands(const at::TensorIteratorBase& iter, nrt_task* task,
+                       std::vector<at::Tensor>* keep);
 // Operand `arg` as raw bits: an integer dtype of the element's size (plus an
 // inner dim of 2 for 16-byte elements), so that same-dtype copies of any
 // dtype (complex, uint32, float8...) run on the device.  False when the
