@@ -55,6 +55,7 @@ demo: build
 
 bench: build
 	$(VPY) bench/overhead.py
+	$(VPY) bench/elementwise.py
 
 clean:
 	rm -rf build
