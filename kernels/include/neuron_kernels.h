@@ -40,6 +40,7 @@ typedef enum nk_kernel_id {
   NK_KERNEL_LINSPACE, /* out (1-d) evenly spaced, PyTorch's formula       */
   NK_KERNEL_BINARY,   /* out <- op(a, b)                                  */
   NK_KERNEL_RANDOM,   /* out <- samples of a distribution (Philox4x32-10)  */
+  NK_KERNEL_GEMM,     /* out <- alpha * a @ b + beta * out (batched)       */
   NK_KERNEL_END
 } nk_kernel_id;
 
@@ -104,6 +105,18 @@ typedef struct nk_random_params {
   uint64_t range;
   int64_t base;
 } nk_random_params;
+
+/* GEMM.  operands: [0] out (batch, m, n), [1] a (batch, m, k), [2] b
+ * (batch, k, n): 3-d, one dtype, any byte strides (a transposed or
+ * broadcast matrix is only strides, never a copy).
+ * out <- alpha * (a @ b) + beta * out; beta == 0 does not read out (BLAS's
+ * rule: NaN in out does not propagate).  Accumulates in float32 for
+ * float16/bfloat16/float32, float64 for float64, wrapping int64 for the
+ * integer dtypes; bool is refused.  The result does not depend on the thread
+ * count. */
+typedef struct nk_gemm_params {
+  nk_scalar alpha, beta;
+} nk_gemm_params;
 
 /* One Philox4x32-10 block (exposed for the tests). */
 void nk_philox4x32(uint64_t seed, uint64_t counter, uint32_t out[4]);

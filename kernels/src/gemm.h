@@ -1,0 +1,21 @@
+/* gemm.h — the GEMM engine's pieces (BLIS's layout: everything generic,
+ * one micro-kernel per ISA and compute type).
+ *
+ * A micro-kernel adds an MR x NR tile of a packed A sliver (kc steps of MR
+ * values, column by column) times a packed B sliver (kc steps of NR values,
+ * row by row) into c (row-major, leading dimension ldc, in the compute type):
+ *     c[i * ldc + j] += sum_p a[p * MR + i] * b[p * NR + j]
+ * Packed slivers are zero-padded to full MR / NR, so the kernel never has an
+ * edge case; the caller stores only the valid part of the tile. */
+#ifndef NK_GEMM_H
+#define NK_GEMM_H
+
+#include <stdint.h>
+
+typedef void (*nk_gemm_ukr)(int64_t kc, const void *a, const void *b, void *c, int64_t ldc);
+
+/* AVX2+FMA float32 6x16: 12 accumulators of 8 lanes, two B vectors, one A
+ * broadcast (15 of the 16 ymm registers). */
+void nk_gemm_avx2_f32_6x16(int64_t kc, const void *a, const void *b, void *c, int64_t ldc);
+
+#endif /* NK_GEMM_H */

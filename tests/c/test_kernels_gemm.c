@@ -1,0 +1,169 @@
+/* The GEMM kernel against a triple loop in long double / exact integers:
+ * sizes 0, 1, primes, just below/above the block sizes (MR 6/4, NR 16/8/4,
+ * MC 96, KC 256, NC 1024/512), transposed and strided views, batch
+ * broadcast (stride 0), alpha/beta (beta 0 ignores NaN in out), every
+ * dtype class, mixed-precision rounding of float16/bfloat16, and the
+ * validation failures. */
+#define _POSIX_C_SOURCE 200809L
+#include "test_kernels_util.h"
+
+typedef struct gcase {
+  nrt_dtype t;
+  int64_t batch, m, n, k;
+  int a_transposed, b_transposed, b_broadcast;
+  double alpha, beta;
+} gcase;
+
+/* tolerance for a sum of k products of values in [-1, 1] */
+static double tolerance(nrt_dtype t, int64_t k) {
+  double eps = t == NRT_FLOAT64 ? 1e-15 : t == NRT_FLOAT32 ? 1e-6 : t == NRT_FLOAT16 ? 1e-3 : 8e-3;
+  return eps * (double)(k + 4) * 4;
+}
+
+static tk_value random_value(nrt_dtype t) {
+  tk_value v = {0};
+  if (tk_is_integral(t)) {
+    v.is_int = 1;
+    v.i = (int64_t)(tk_rand() % 7) - (t == NRT_UINT8 ? 0 : 3);
+  } else {
+    v.f = (double)(int64_t)(tk_rand() % 2001 - 1000) / 1000.0;
+  }
+  return tk_stored(t, v);
+}
+
+static double as_double(tk_value v) { return v.is_int ? (double)v.i : v.f; }
+
+static void check_case(const gcase *c) {
+  const nrt_dtype t = c->t;
+  const int64_t es = tk_size(t), B = c->batch, M = c->m, N = c->n, K = c->k;
+  const int64_t bb = c->b_broadcast ? 1 : B;
+  char *a = tk_alloc((size_t)(B * M * K * es)), *b = tk_alloc((size_t)(bb * K * N * es));
+  char *out = tk_alloc((size_t)(B * M * N * es));
+  tk_value *va = malloc(sizeof *va * (size_t)(B * M * K + 1));
+  tk_value *vb = malloc(sizeof *vb * (size_t)(bb * K * N + 1));
+  tk_value *vo = malloc(sizeof *vo * (size_t)(B * M * N + 1));
+  /* a stored (batch, m, k) or (batch, k, m) if transposed; likewise b */
+  int64_t a_sz[3] = {B, M, K}, a_st[3] = {M * K, c->a_transposed ? 1 : K, c->a_transposed ? M : 1};
+  int64_t b_sz[3] = {B, K, N}, b_st[3] = {c->b_broadcast ? 0 : K * N, c->b_transposed ? 1 : N,
+                                          c->b_transposed ? K : 1};
+  for (int64_t i = 0; i < B * M * K; i++) {
+    va[i] = random_value(t);
+    tk_put(t, a + i * es, va[i]);
+  }
+  for (int64_t i = 0; i < bb * K * N; i++) {
+    vb[i] = random_value(t);
+    tk_put(t, b + i * es, vb[i]);
+  }
+  for (int64_t i = 0; i < B * M * N; i++) {
+    vo[i] = c->beta == 0 && !tk_is_integral(t) ? (tk_value){0, 0, NAN} : random_value(t);
+    tk_put(t, out + i * es, vo[i]);
+  }
+  nrt_operand ops[3] = {tk_operand(out, t, 3, (int64_t[]){B, M, N}, NULL),
+                        tk_operand(a, t, 3, a_sz, a_st), tk_operand(b, t, 3, b_sz, b_st)};
+  nk_gemm_params p = {{c->alpha, (int64_t)c->alpha}, {c->beta, (int64_t)c->beta}};
+  nrt_task task = tk_task(NK_KERNEL_GEMM, 3, ops, &p, sizeof p);
+  CHECK_OK(tk_run(&task));
+  int bad = 0;
+  for (int64_t bi = 0; bi < B && bad < 3; bi++)
+    for (int64_t i = 0; i < M && bad < 3; i++)
+      for (int64_t j = 0; j < N && bad < 3; j++) {
+        long double acc = 0;
+        int64_t iacc = 0;
+        for (int64_t p2 = 0; p2 < K; p2++) {
+          tk_value x = va[bi * M * K + i * a_st[1] + p2 * a_st[2]];
+          tk_value y = vb[bi * b_st[0] + p2 * b_st[1] + j * b_st[2]];
+          acc += (long double)as_double(x) * as_double(y);
+          iacc += x.i * y.i;
+        }
+        const int64_t o = (bi * M + i) * N + j;
+        if (tk_is_integral(t)) {
+          tk_value e = {1, (int64_t)c->alpha * iacc + (int64_t)c->beta * vo[o].i, 0};
+          uint64_t want = tk_expected(e, t), got = tk_raw(t, out + o * es);
+          if (want != got) bad++;
+        } else {
+          double want = c->alpha * (double)acc + (c->beta == 0 ? 0 : c->beta * vo[o].f);
+          tk_value g = {0};
+          if (t == NRT_FLOAT16) g.f = tk_f16_value((uint16_t)tk_raw(t, out + o * es));
+          else if (t == NRT_BFLOAT16) g.f = tk_bf16_value((uint16_t)tk_raw(t, out + o * es));
+          else if (t == NRT_FLOAT32) { float f; memcpy(&f, out + o * es, 4); g.f = f; }
+          else memcpy(&g.f, out + o * es, 8);
+          double tol = tolerance(t, K) * (fabs(c->alpha) + fabs(c->beta)) + tolerance(t, 0);
+          if (!(fabs(g.f - want) <= tol)) {
+            if (bad == 0)
+              fprintf(stderr, "  gemm %s b%lld m%lld n%lld k%lld [%lld,%lld,%lld]: got %g want %g\n",
+                      tk_dtype_names[t], (long long)B, (long long)M, (long long)N, (long long)K,
+                      (long long)bi, (long long)i, (long long)j, g.f, want);
+            bad++;
+          }
+        }
+      }
+  CHECK(bad == 0);
+  free(va), free(vb), free(vo);
+  tk_free(a), tk_free(b), tk_free(out);
+}
+
+static void test_sizes(void) {
+  static const int64_t sizes[] = {0, 1, 5, 6, 7, 13, 17, 33, 97};
+  for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
+    for (size_t j = 0; j < sizeof sizes / sizeof *sizes; j += 2) {
+      gcase c = {NRT_FLOAT32, 1, sizes[i], sizes[j], sizes[(i + j) % 9], 0, 0, 0, 1, 0};
+      check_case(&c);
+    }
+  /* blocking edges: k across KC, m across MC, n across NC */
+  gcase edges[] = {
+      {NRT_FLOAT32, 1, 7, 17, 255, 0, 0, 0, 1, 0}, {NRT_FLOAT32, 1, 7, 17, 257, 0, 0, 0, 1, 0},
+      {NRT_FLOAT32, 1, 95, 9, 31, 0, 0, 0, 1, 0},  {NRT_FLOAT32, 1, 97, 9, 31, 0, 0, 0, 1, 0},
+      {NRT_FLOAT32, 1, 3, 1025, 5, 0, 0, 0, 1, 0}, {NRT_FLOAT64, 1, 3, 513, 300, 0, 0, 0, 1, 0},
+      {NRT_FLOAT32, 1, 200, 300, 520, 0, 0, 0, 1, 0}, /* several tiles: the pool */
+  };
+  for (size_t i = 0; i < sizeof edges / sizeof *edges; i++) check_case(&edges[i]);
+}
+
+static void test_layouts_and_dtypes(void) {
+  for (int t = NRT_UINT8; t < NRT_DTYPE_COUNT; t++)
+    for (int layout = 0; layout < 4; layout++) {
+      gcase c = {(nrt_dtype)t, 3, 11, 19, 23, layout & 1, (layout >> 1) & 1, layout == 3, 1, 0};
+      check_case(&c);
+    }
+  gcase scaled[] = {
+      {NRT_FLOAT32, 2, 9, 18, 7, 0, 1, 0, 0.5, 2},  {NRT_FLOAT64, 2, 9, 18, 7, 1, 0, 0, -2, 0.25},
+      {NRT_BFLOAT16, 1, 8, 8, 64, 0, 0, 0, 1, 1}, {NRT_FLOAT16, 1, 8, 8, 64, 0, 0, 0, 1, -1},
+      {NRT_INT64, 2, 5, 6, 7, 0, 0, 0, 3, -2},     {NRT_INT32, 1, 5, 6, 0, 0, 0, 0, 1, 2}, /* k = 0 */
+      {NRT_FLOAT32, 1, 4, 4, 0, 0, 0, 0, 1, 0},    /* k = 0, beta 0: zeros, not NaN */
+  };
+  for (size_t i = 0; i < sizeof scaled / sizeof *scaled; i++) check_case(&scaled[i]);
+}
+
+static void test_validation(void) {
+  float buf[64] = {0};
+  nrt_operand good[3] = {tk_operand(buf, NRT_FLOAT32, 3, (int64_t[]){1, 2, 3}, NULL),
+                         tk_operand(buf, NRT_FLOAT32, 3, (int64_t[]){1, 2, 4}, NULL),
+                         tk_operand(buf, NRT_FLOAT32, 3, (int64_t[]){1, 4, 3}, NULL)};
+  nk_gemm_params p = {{1, 1}, {0, 0}};
+  nrt_operand ops[3];
+  memcpy(ops, good, sizeof ops);
+  ops[2].sizes[1] = 5;
+  nrt_task t = tk_task(NK_KERNEL_GEMM, 3, ops, &p, sizeof p);
+  CHECK(tk_fails_with(&t, "do not chain"));
+  memcpy(ops, good, sizeof ops);
+  ops[1].dtype = NRT_FLOAT64;
+  t = tk_task(NK_KERNEL_GEMM, 3, ops, &p, sizeof p);
+  CHECK(tk_fails_with(&t, "one dtype"));
+  memcpy(ops, good, sizeof ops);
+  ops[0].ndim = 2;
+  t = tk_task(NK_KERNEL_GEMM, 3, ops, &p, sizeof p);
+  CHECK(tk_fails_with(&t, "must be 3-d"));
+  for (int i = 0; i < 3; i++) good[i].dtype = NRT_BOOL;
+  t = tk_task(NK_KERNEL_GEMM, 3, good, &p, sizeof p);
+  CHECK(tk_fails_with(&t, "bool"));
+  t = tk_task(NK_KERNEL_GEMM, 2, good, &p, sizeof p);
+  CHECK(tk_fails_with(&t, "expected 3 operands"));
+}
+
+static void tests(void) {
+  test_sizes();
+  test_layouts_and_dtypes();
+  test_validation();
+}
+
+int main(void) { return tk_main(tests, __FILE__); }
