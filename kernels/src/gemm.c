@@ -17,9 +17,9 @@
  *  - Packing B once per tile (instead of once per KC x NC panel shared by all
  *    tiles of a row) costs 1/MC of the multiply-adds and keeps tiles
  *    independent.
- *  - Micro-kernels: AVX2+FMA float32 6x16; portable C for the rest (the
- *    compiler vectorises their fixed-size loops).  AVX-512 and faster
- *    float64 kernels plug in through pick_ukr. */
+ *  - Micro-kernels: AVX-512 float32 6x32, AVX2+FMA float32 6x16, portable C
+ *    for the rest (the compiler vectorises their fixed-size loops); faster
+ *    float64 and 16-bit kernels plug in through pick_shape. */
 #include <stdlib.h>
 
 #include "dtype_convert.h"
@@ -55,8 +55,11 @@ typedef struct gemm_shape {
 static gemm_shape pick_shape(nk_class cls) {
   switch (cls) {
   case NK_CLASS_FLOAT:
-    return (gemm_shape){6, 16, 96, 256, 1024, sizeof(float),
-                        nk_cpu_isa() >= NK_ISA_AVX2 ? nk_gemm_avx2_f32_6x16 : ukr_f32_6x16};
+    switch (nk_cpu_isa()) {
+    case NK_ISA_AVX512: return (gemm_shape){6, 32, 96, 256, 1024, sizeof(float), nk_gemm_avx512_f32_6x32};
+    case NK_ISA_AVX2: return (gemm_shape){6, 16, 96, 256, 1024, sizeof(float), nk_gemm_avx2_f32_6x16};
+    default: return (gemm_shape){6, 16, 96, 256, 1024, sizeof(float), ukr_f32_6x16};
+    }
   case NK_CLASS_DOUBLE: return (gemm_shape){4, 8, 96, 256, 512, sizeof(double), ukr_f64_4x8};
   default: return (gemm_shape){4, 4, 96, 256, 512, sizeof(int64_t), ukr_i64_4x4};
   }

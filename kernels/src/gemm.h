@@ -17,5 +17,7 @@ typedef void (*nk_gemm_ukr)(int64_t kc, const void *a, const void *b, void *c, i
 /* AVX2+FMA float32 6x16: 12 accumulators of 8 lanes, two B vectors, one A
  * broadcast (15 of the 16 ymm registers). */
 void nk_gemm_avx2_f32_6x16(int64_t kc, const void *a, const void *b, void *c, int64_t ldc);
+/* AVX-512F float32 6x32: the same shape on 16-lane registers. */
+void nk_gemm_avx512_f32_6x32(int64_t kc, const void *a, const void *b, void *c, int64_t ldc);
 
 #endif /* NK_GEMM_H */
