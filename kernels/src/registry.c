@@ -13,6 +13,8 @@ static const struct {
     {NK_KERNEL_LINSPACE, "linspace", nk_linspace_kernel},
     {NK_KERNEL_BINARY, "binary", nk_binary_kernel},
     {NK_KERNEL_RANDOM, "random", nk_random_kernel},
+    /* pointwise */
+    {NK_KERNEL_POINTWISE, "pointwise", nk_pointwise_kernel},
 };
 
 _Static_assert(sizeof kernels / sizeof kernels[0] == NK_KERNEL_END - NK_KERNEL_COPY,
@@ -31,5 +33,6 @@ nrt_status nk_register_kernels(void) {
 _Static_assert(sizeof(nk_fill_params) <= NRT_PARAM_BYTES && sizeof(nk_arange_params) <= NRT_PARAM_BYTES &&
                    sizeof(nk_linspace_params) <= NRT_PARAM_BYTES &&
                    sizeof(nk_binary_params) <= NRT_PARAM_BYTES &&
-                   sizeof(nk_random_params) <= NRT_PARAM_BYTES,
+                   sizeof(nk_random_params) <= NRT_PARAM_BYTES &&
+                   /* pointwise */ sizeof(nk_pointwise_params) <= NRT_PARAM_BYTES,
                "kernel params fit in nrt_task.params");
