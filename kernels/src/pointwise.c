@@ -226,19 +226,53 @@ NK_INLINE void pw_elem(pw_plan *p, nk_pointwise_op op, nrt_dtype to, const nrt_d
   }
 }
 
-/* operand k's element i of the row (inputs past n_in are never read) */
+/* operand k's element i of the row */
 #define PW_AT(k, i) (data[k] + (i) * s[k])
 
 static void mixed_loop(void *ctx, int64_t n, char *const *data, const int64_t *s) {
   pw_plan *p = ctx;
-  const char *none = data[0];
+  const int n_in = p->n_inputs;
+  char *o = data[0];
+  const char *a = data[1], *b = n_in > 1 ? data[2] : o, *c = n_in > 2 ? data[3] : o;
+  const int64_t so = s[0], sa = s[1], sb = n_in > 1 ? s[2] : 0, sc = n_in > 2 ? s[3] : 0;
   for (int64_t i = 0; i < n; i++)
-    pw_elem(p, p->op, p->out, p->in, p->compute, p->n_inputs, PW_AT(0, i), PW_AT(1, i),
-            p->n_inputs > 1 ? PW_AT(2, i) : none, p->n_inputs > 2 ? PW_AT(3, i) : none);
+    pw_elem(p, p->op, p->out, p->in, p->compute, n_in, o + i * so, a + i * sa, b + i * sb,
+            c + i * sc);
+}
+
+/* where with b, c and out of one dtype: a select of `size`-byte elements
+ * (constant in each instantiation; contiguous rows vectorise). */
+NK_INLINE void where_same(int64_t size, nrt_dtype tc, int64_t n, char *const *data,
+                          const int64_t *s) {
+  char *o = data[0];
+  const char *c = data[1], *a = data[2], *b = data[3];
+  const int64_t so = s[0], sc = s[1], sa = s[2], sb = s[3];
+  if (tc == NRT_BOOL && so == size && sc == 1 && sa == size && sb == size) {
+    for (int64_t i = 0; i < n; i++) {
+      uint64_t x = 0, y = 0;
+      memcpy(&x, a + i * size, (size_t)size);
+      memcpy(&y, b + i * size, (size_t)size);
+      x = c[i] ? x : y;
+      memcpy(o + i * size, &x, (size_t)size);
+    }
+    return;
+  }
+  for (int64_t i = 0; i < n; i++) {
+    const char *src = nk_load_bool(tc, c + i * sc) ? a + i * sa : b + i * sb;
+    memcpy(o + i * so, src, (size_t)size);
+  }
 }
 
 static void where_loop(void *ctx, int64_t n, char *const *data, const int64_t *s) {
   const pw_plan *p = ctx;
+  if (p->in[1] == p->out && p->in[2] == p->out) {
+    switch (nk_dtype_size(p->out)) {
+    case 1: where_same(1, p->in[0], n, data, s); return;
+    case 2: where_same(2, p->in[0], n, data, s); return;
+    case 4: where_same(4, p->in[0], n, data, s); return;
+    default: where_same(8, p->in[0], n, data, s); return;
+    }
+  }
   for (int64_t i = 0; i < n; i++) {
     int pick = nk_load_bool(p->in[0], PW_AT(1, i)) ? 2 : 3;
     nk_convert(p->in[pick - 1], p->out, PW_AT(0, i), PW_AT(pick, i));
@@ -246,16 +280,36 @@ static void where_loop(void *ctx, int64_t n, char *const *data, const int64_t *s
 }
 
 /* Same-dtype rows: inputs in the compute dtype T, out in T (or bool for
- * the predicates); op a constant, so simple ops vectorise. */
-NK_INLINE void same_row(pw_plan *p, nk_pointwise_op op, nrt_dtype t, int64_t n,
-                        char *const *data, const int64_t *s) {
+ * the predicates); op a constant.  Contiguous rows (and contiguous rows
+ * with a broadcast scalar b, `x > 0`) get constant strides, which the
+ * compiler vectorises where the op allows. */
+NK_INLINE void same_row_strided(pw_plan *p, nk_pointwise_op op, nrt_dtype t, int64_t n,
+                                char *const *data, const int64_t *s0, const int64_t *s1,
+                                const int64_t *s2, const int64_t *s3) {
   const nrt_dtype to = pw_is_predicate(op) ? NRT_BOOL : t;
   const nrt_dtype ti[3] = {t, t, t};
   const int n_in = pw_ops[op].inputs;
-  char *none = data[0];
+  /* locals: a store through char * could otherwise change data[] */
+  char *o = data[0];
+  const char *a = data[1], *b = n_in > 1 ? data[2] : o, *c = n_in > 2 ? data[3] : o;
+  const int64_t so = *s0, sa = *s1, sb = n_in > 1 ? *s2 : 0, sc = n_in > 2 ? *s3 : 0;
   for (int64_t i = 0; i < n; i++)
-    pw_elem(p, op, to, ti, t, n_in, PW_AT(0, i), PW_AT(1, i), n_in > 1 ? PW_AT(2, i) : none,
-            n_in > 2 ? PW_AT(3, i) : none);
+    pw_elem(p, op, to, ti, t, n_in, o + i * so, a + i * sa, b + i * sb, c + i * sc);
+}
+
+NK_INLINE void same_row(pw_plan *p, nk_pointwise_op op, nrt_dtype t, int64_t n,
+                        char *const *data, const int64_t *s) {
+  static const int64_t zero = 0;
+  const int64_t eo = (int64_t)nk_dtype_size(pw_is_predicate(op) ? NRT_BOOL : t);
+  const int64_t ei = (int64_t)nk_dtype_size(t);
+  const int n_in = pw_ops[op].inputs;
+  const bool a_dense = s[0] == eo && s[1] == ei && (n_in < 3 || s[3] == ei);
+  if (a_dense && (n_in < 2 || s[2] == ei))
+    same_row_strided(p, op, t, n, data, &eo, &ei, &ei, &ei);
+  else if (a_dense && n_in == 2 && s[2] == 0)
+    same_row_strided(p, op, t, n, data, &eo, &ei, &zero, &ei);
+  else
+    same_row_strided(p, op, t, n, data, &s[0], &s[1], &s[2], &s[3]);
 }
 
 #define PW_SAME_OPS(T)                                                                     \
