@@ -41,6 +41,8 @@ typedef enum nk_kernel_id {
   NK_KERNEL_BINARY,   /* out <- op(a, b)                                  */
   NK_KERNEL_RANDOM,   /* out <- samples of a distribution (Philox4x32-10)  */
   NK_KERNEL_GEMM,     /* out <- alpha * a @ b + beta * out (batched)       */
+  /* pointwise */
+  NK_KERNEL_POINTWISE, /* out <- op(a[, b[, c]]) with scalar params       */
   NK_KERNEL_END
 } nk_kernel_id;
 
@@ -117,6 +119,68 @@ typedef struct nk_random_params {
 typedef struct nk_gemm_params {
   nk_scalar alpha, beta;
 } nk_gemm_params;
+/* pointwise: the elementwise ops beyond add/sub/mul/div, one kernel.
+ *
+ * operands: [0] out, then the op's inputs (1, 2 or 3 of them, as listed).
+ * Each input is converted on load to `compute` (ATen's common dtype) --
+ * integers wrapped to its width, floats rounded to its precision -- so a
+ * mixed-dtype or wrapped-scalar operand behaves as if ATen had cast it; the
+ * op runs in compute's class (float16/bfloat16 in float32) and the result,
+ * rounded to compute, is stored in out's dtype.  Predicates (comparisons,
+ * logical ops) give 0/1 in compute, so a bool out reads them as bool.
+ * Integer division/remainder by zero fails the task with
+ * "ZeroDivisionError" (what ATen's CPU raises); INT64_MIN / -1 wraps. */
+typedef enum nk_pointwise_op {
+  /* a, b */
+  NK_PW_POW = 0,     /* integers: ATen's powi (negative exponents give 0, +-1) */
+  NK_PW_REMAINDER,   /* Python's %: sign of b                                 */
+  NK_PW_FMOD,        /* C's fmod / %: sign of a                               */
+  NK_PW_DIV_TRUNC,
+  NK_PW_DIV_FLOOR,
+  NK_PW_MAXIMUM,     /* NaN propagating                                       */
+  NK_PW_MINIMUM,
+  NK_PW_FMAX,        /* NaN ignoring                                          */
+  NK_PW_FMIN,
+  NK_PW_ATAN2,       /* floating compute only, like the next three            */
+  NK_PW_HYPOT,
+  NK_PW_COPYSIGN,
+  NK_PW_XLOGY,       /* a * log(b); 0 where a == 0; NaN where b is NaN        */
+  NK_PW_NEXTAFTER,   /* steps in compute's own format (float16/bfloat16 too)  */
+  NK_PW_EQ,
+  NK_PW_NE,
+  NK_PW_LT,
+  NK_PW_LE,
+  NK_PW_GT,
+  NK_PW_GE,
+  NK_PW_LOGICAL_AND,
+  NK_PW_LOGICAL_OR,
+  NK_PW_LOGICAL_XOR,
+  NK_PW_BITWISE_AND, /* integral or bool compute only, like the next four     */
+  NK_PW_BITWISE_OR,
+  NK_PW_BITWISE_XOR,
+  NK_PW_LSHIFT,      /* 0 when b < 0 or b >= compute's width                   */
+  NK_PW_RSHIFT,      /* sign fill (0 for uint8) when b < 0 or b too large      */
+  NK_PW_LERP_SCALAR, /* a + s0 * (b - a), ATen's two-sided formula            */
+  /* a */
+  NK_PW_POW_SCALAR,       /* pow(a, s0)                                       */
+  NK_PW_CLAMP_SCALAR,     /* min(max(a, s0), s1)                              */
+  NK_PW_CLAMP_MIN_SCALAR, /* max(a, s0)                                       */
+  NK_PW_CLAMP_MAX_SCALAR, /* min(a, s0)                                       */
+  /* a, b, c */
+  NK_PW_WHERE,   /* a (read as bool) ? b : c, each converted straight to out  */
+  NK_PW_CLAMP,   /* min(max(a, b), c); NaN where any is NaN                   */
+  NK_PW_LERP,    /* weight c                                                  */
+  NK_PW_ADDCMUL, /* a + s0 * b * c                                            */
+  NK_PW_ADDCDIV, /* a + s0 * b / c (floating compute only)                    */
+  NK_PW_OP_COUNT
+} nk_pointwise_op;
+
+/* s0/s1 are in compute's terms: f for floating compute, i otherwise. */
+typedef struct nk_pointwise_params {
+  int32_t op;      /* nk_pointwise_op */
+  int32_t compute; /* nrt_dtype       */
+  nk_scalar s0, s1;
+} nk_pointwise_params;
 
 /* One Philox4x32-10 block (exposed for the tests). */
 void nk_philox4x32(uint64_t seed, uint64_t counter, uint32_t out[4]);

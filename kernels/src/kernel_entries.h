@@ -11,5 +11,7 @@ int nk_linspace_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 int nk_binary_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 int nk_random_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 int nk_gemm_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+/* pointwise */
+int nk_pointwise_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 
 #endif /* NK_KERNEL_ENTRIES_H */

@@ -14,6 +14,8 @@ static const struct {
     {NK_KERNEL_BINARY, "binary", nk_binary_kernel},
     {NK_KERNEL_RANDOM, "random", nk_random_kernel},
     {NK_KERNEL_GEMM, "gemm", nk_gemm_kernel},
+    /* pointwise */
+    {NK_KERNEL_POINTWISE, "pointwise", nk_pointwise_kernel},
 };
 
 _Static_assert(sizeof kernels / sizeof kernels[0] == NK_KERNEL_END - NK_KERNEL_COPY,
@@ -29,9 +31,12 @@ nrt_status nk_register_kernels(void) {
   return NRT_SUCCESS;
 }
 
-_Static_assert(sizeof(nk_fill_params) <= NRT_PARAM_BYTES && sizeof(nk_arange_params) <= NRT_PARAM_BYTES &&
-                   sizeof(nk_linspace_params) <= NRT_PARAM_BYTES &&
-                   sizeof(nk_binary_params) <= NRT_PARAM_BYTES &&
-                   sizeof(nk_random_params) <= NRT_PARAM_BYTES &&
-                   sizeof(nk_gemm_params) <= NRT_PARAM_BYTES,
-               "kernel params fit in nrt_task.params");
+/* Every kernel's params fit in nrt_task.params. */
+#define NK_PARAMS_FIT(type) _Static_assert(sizeof(type) <= NRT_PARAM_BYTES, #type " fits in nrt_task.params")
+NK_PARAMS_FIT(nk_fill_params);
+NK_PARAMS_FIT(nk_arange_params);
+NK_PARAMS_FIT(nk_linspace_params);
+NK_PARAMS_FIT(nk_binary_params);
+NK_PARAMS_FIT(nk_random_params);
+NK_PARAMS_FIT(nk_gemm_params);
+NK_PARAMS_FIT(nk_pointwise_params);
