@@ -10,5 +10,8 @@ int nk_arange_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 int nk_linspace_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 int nk_binary_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 int nk_random_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+/* unary */
+int nk_unary_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+int nk_unary_backward_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 
 #endif /* NK_KERNEL_ENTRIES_H */

@@ -13,6 +13,9 @@ static const struct {
     {NK_KERNEL_LINSPACE, "linspace", nk_linspace_kernel},
     {NK_KERNEL_BINARY, "binary", nk_binary_kernel},
     {NK_KERNEL_RANDOM, "random", nk_random_kernel},
+    /* unary */
+    {NK_KERNEL_UNARY, "unary", nk_unary_kernel},
+    {NK_KERNEL_UNARY_BACKWARD, "unary_backward", nk_unary_backward_kernel},
 };
 
 _Static_assert(sizeof kernels / sizeof kernels[0] == NK_KERNEL_END - NK_KERNEL_COPY,
@@ -31,5 +34,6 @@ nrt_status nk_register_kernels(void) {
 _Static_assert(sizeof(nk_fill_params) <= NRT_PARAM_BYTES && sizeof(nk_arange_params) <= NRT_PARAM_BYTES &&
                    sizeof(nk_linspace_params) <= NRT_PARAM_BYTES &&
                    sizeof(nk_binary_params) <= NRT_PARAM_BYTES &&
-                   sizeof(nk_random_params) <= NRT_PARAM_BYTES,
+                   sizeof(nk_random_params) <= NRT_PARAM_BYTES &&
+                   /* unary */ sizeof(nk_unary_params) <= NRT_PARAM_BYTES,
                "kernel params fit in nrt_task.params");
