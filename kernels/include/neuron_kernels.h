@@ -43,6 +43,9 @@ typedef enum nk_kernel_id {
   NK_KERNEL_GEMM,     /* out <- alpha * a @ b + beta * out (batched)       */
   /* pointwise */
   NK_KERNEL_POINTWISE, /* out <- op(a[, b[, c]]) with scalar params       */
+  /* unary */
+  NK_KERNEL_UNARY,          /* out <- op(x)      (nk_unary_op)             */
+  NK_KERNEL_UNARY_BACKWARD, /* out <- op(a, b)   (nk_unary_backward_op)    */
   NK_KERNEL_END
 } nk_kernel_id;
 
@@ -181,6 +184,103 @@ typedef struct nk_pointwise_params {
   int32_t compute; /* nrt_dtype       */
   nk_scalar s0, s1;
 } nk_pointwise_params;
+/* unary ------------------------------------------------------------------
+ * NK_KERNEL_UNARY: operands [0] out, [1] x.  The math is done in `compute`
+ * (ATen's common dtype; float16/bfloat16 in float32, rounded to the compute
+ * dtype once), the result is stored in out's dtype.  Each op says which
+ * compute classes it takes (F = floating, I = integral, B = bool); another
+ * class is an error naming the op.  Predicates (P) compute on x's own dtype
+ * (compute = x's dtype) and store 0/1 in any out dtype.
+ * Parameters are p[0..2] (floating compute reads .f, integral reads .i). */
+typedef enum nk_unary_op {
+  NK_UNARY_ABS = 0,   /* FIB (bool: x)                                     */
+  NK_UNARY_NEG,       /* FI  (integers wrap)                               */
+  NK_UNARY_SIGN,      /* FIB (NaN -> 0, bool: x)                           */
+  NK_UNARY_EXP,       /* F from here to LGAMMA unless said otherwise       */
+  NK_UNARY_EXP2,
+  NK_UNARY_EXPM1,
+  NK_UNARY_LOG,
+  NK_UNARY_LOG2,
+  NK_UNARY_LOG10,
+  NK_UNARY_LOG1P,
+  NK_UNARY_SQRT,
+  NK_UNARY_RSQRT,
+  NK_UNARY_RECIPROCAL,
+  NK_UNARY_SIN,
+  NK_UNARY_COS,
+  NK_UNARY_TAN,
+  NK_UNARY_ASIN,
+  NK_UNARY_ACOS,
+  NK_UNARY_ATAN,
+  NK_UNARY_SINH,
+  NK_UNARY_COSH,
+  NK_UNARY_TANH,
+  NK_UNARY_ASINH,
+  NK_UNARY_ACOSH,
+  NK_UNARY_ATANH,
+  NK_UNARY_SIGMOID,
+  NK_UNARY_LOGIT,     /* p0 = eps (< 0 or NaN: none): log(x / (1 - x))     */
+  NK_UNARY_ERF,
+  NK_UNARY_ERFC,
+  NK_UNARY_ERFINV,
+  NK_UNARY_LGAMMA,
+  NK_UNARY_DIGAMMA,
+  NK_UNARY_FLOOR,     /* F; integers are copied by the caller              */
+  NK_UNARY_CEIL,
+  NK_UNARY_ROUND,     /* half to even                                      */
+  NK_UNARY_ROUND_DECIMALS, /* p0.i = decimals                              */
+  NK_UNARY_TRUNC,
+  NK_UNARY_FRAC,      /* x - trunc(x)                                      */
+  NK_UNARY_RELU,      /* FI  x < 0 ? 0 : x (NaN stays)                     */
+  NK_UNARY_CLAMP,     /* FI  min(max(x, p0), p1), NaN stays (hardtanh)     */
+  NK_UNARY_GELU,      /* x * Phi(x), erf form                              */
+  NK_UNARY_GELU_TANH, /* the tanh approximation                            */
+  NK_UNARY_SILU,
+  NK_UNARY_MISH,
+  NK_UNARY_SOFTPLUS,  /* p0 = beta, p1 = threshold                         */
+  NK_UNARY_ELU,       /* p0 = alpha, p1 = scale, p2 = input_scale          */
+  NK_UNARY_LEAKY_RELU, /* p0 = negative slope                              */
+  NK_UNARY_HARDSIGMOID,
+  NK_UNARY_HARDSWISH,
+  NK_UNARY_NAN_TO_NUM, /* p0 = nan, p1 = posinf, p2 = neginf replacements  */
+  NK_UNARY_BITWISE_NOT, /* IB                                              */
+  NK_UNARY_ISNAN,     /* P from here on                                    */
+  NK_UNARY_ISINF,
+  NK_UNARY_ISPOSINF,
+  NK_UNARY_ISNEGINF,
+  NK_UNARY_ISFINITE,
+  NK_UNARY_SIGNBIT,
+  NK_UNARY_LOGICAL_NOT,
+  NK_UNARY_OP_COUNT
+} nk_unary_op;
+
+/* NK_KERNEL_UNARY_BACKWARD: operands [0] out, [1] a, [2] b, in the order
+ * of ATen's iterator for the op (named below); floating compute only,
+ * except THRESHOLD (FI). */
+typedef enum nk_unary_backward_op {
+  NK_UNARY_BW_SIGMOID = 0, /* a = grad, b = y: a * (1 - y) * y             */
+  NK_UNARY_BW_TANH,        /* a = grad, b = y: a * (1 - y * y)             */
+  NK_UNARY_BW_LOGIT,       /* a = grad, b = x; p0 = eps (< 0: none)        */
+  NK_UNARY_BW_GELU,        /* a = grad, b = x                              */
+  NK_UNARY_BW_GELU_TANH,   /* a = grad, b = x                              */
+  NK_UNARY_BW_SILU,        /* a = grad, b = x                              */
+  NK_UNARY_BW_MISH,        /* a = grad, b = x                              */
+  NK_UNARY_BW_SOFTPLUS,    /* a = grad, b = x; p0 = beta, p1 = threshold   */
+  NK_UNARY_BW_ELU,         /* a = grad, b = x; p = alpha, scale, input_scale */
+  NK_UNARY_BW_ELU_RESULT,  /* a = grad, b = elu's result; p as ELU         */
+  NK_UNARY_BW_LEAKY_RELU,  /* a = x (or result), b = grad; p0 = slope      */
+  NK_UNARY_BW_HARDTANH,    /* a = grad, b = x; p0 = min, p1 = max          */
+  NK_UNARY_BW_HARDSIGMOID, /* a = grad, b = x                              */
+  NK_UNARY_BW_HARDSWISH,   /* a = grad, b = x                              */
+  NK_UNARY_BW_THRESHOLD,   /* a = x, b = other: x <= p0 ? p1 : other (FI)  */
+  NK_UNARY_BW_OP_COUNT
+} nk_unary_backward_op;
+
+typedef struct nk_unary_params {
+  int32_t op;      /* nk_unary_op / nk_unary_backward_op */
+  int32_t compute; /* nrt_dtype */
+  nk_scalar p[3];
+} nk_unary_params;
 
 /* One Philox4x32-10 block (exposed for the tests). */
 void nk_philox4x32(uint64_t seed, uint64_t counter, uint32_t out[4]);

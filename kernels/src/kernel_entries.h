@@ -13,5 +13,8 @@ int nk_random_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 int nk_gemm_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 /* pointwise */
 int nk_pointwise_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+/* unary */
+int nk_unary_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+int nk_unary_backward_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 
 #endif /* NK_KERNEL_ENTRIES_H */

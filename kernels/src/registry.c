@@ -16,6 +16,9 @@ static const struct {
     {NK_KERNEL_GEMM, "gemm", nk_gemm_kernel},
     /* pointwise */
     {NK_KERNEL_POINTWISE, "pointwise", nk_pointwise_kernel},
+    /* unary */
+    {NK_KERNEL_UNARY, "unary", nk_unary_kernel},
+    {NK_KERNEL_UNARY_BACKWARD, "unary_backward", nk_unary_backward_kernel},
 };
 
 _Static_assert(sizeof kernels / sizeof kernels[0] == NK_KERNEL_END - NK_KERNEL_COPY,
@@ -40,3 +43,12 @@ NK_PARAMS_FIT(nk_binary_params);
 NK_PARAMS_FIT(nk_random_params);
 NK_PARAMS_FIT(nk_gemm_params);
 NK_PARAMS_FIT(nk_pointwise_params);
+
+/* Every kernel's params fit in nrt_task.params. */
+#define NK_PARAMS_FIT(type) _Static_assert(sizeof(type) <= NRT_PARAM_BYTES, #type " fits in nrt_task.params")
+NK_PARAMS_FIT(nk_fill_params);
+NK_PARAMS_FIT(nk_arange_params);
+NK_PARAMS_FIT(nk_linspace_params);
+NK_PARAMS_FIT(nk_binary_params);
+NK_PARAMS_FIT(nk_random_params);
+NK_PARAMS_FIT(nk_unary_params);

@@ -1,0 +1,27 @@
+/* unary_simd.h — the vectorised float32 loops of the unary kernel.
+ *
+ * A vector loop takes one contiguous float32 row (out and x may be the same
+ * memory) and returns false, touching nothing, when the op has no vector
+ * body; the scalar loop then runs it.  The vector bodies compute what the
+ * scalar code does to within the float32 tolerances (a polynomial exp/tanh,
+ * rational erf) and are checked against it in the tests. */
+#ifndef NK_UNARY_SIMD_H
+#define NK_UNARY_SIMD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "neuron_kernels.h"
+#include "unary_ops.h"
+
+typedef bool (*nk_unary_vec_fn)(nk_unary_op op, int64_t n, float *out, const float *x,
+                                const nk_uprm *p);
+
+bool nk_unary_avx2_f32(nk_unary_op op, int64_t n, float *out, const float *x, const nk_uprm *p);
+
+/* the loop for this CPU (NULL: portable C only) */
+static inline nk_unary_vec_fn nk_unary_pick_vec(void) {
+  return nk_cpu_isa() >= NK_ISA_AVX2 ? nk_unary_avx2_f32 : NULL;
+}
+
+#endif /* NK_UNARY_SIMD_H */
