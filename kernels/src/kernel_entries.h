@@ -10,5 +10,9 @@ int nk_arange_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 int nk_linspace_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 int nk_binary_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 int nk_random_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+/* reduce */
+int nk_reduce_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+int nk_scan_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+int nk_softmax_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 
 #endif /* NK_KERNEL_ENTRIES_H */

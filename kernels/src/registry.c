@@ -13,6 +13,10 @@ static const struct {
     {NK_KERNEL_LINSPACE, "linspace", nk_linspace_kernel},
     {NK_KERNEL_BINARY, "binary", nk_binary_kernel},
     {NK_KERNEL_RANDOM, "random", nk_random_kernel},
+    /* reduce */
+    {NK_KERNEL_REDUCE, "reduce", nk_reduce_kernel},
+    {NK_KERNEL_SCAN, "scan", nk_scan_kernel},
+    {NK_KERNEL_SOFTMAX, "softmax", nk_softmax_kernel},
 };
 
 _Static_assert(sizeof kernels / sizeof kernels[0] == NK_KERNEL_END - NK_KERNEL_COPY,
@@ -31,5 +35,9 @@ nrt_status nk_register_kernels(void) {
 _Static_assert(sizeof(nk_fill_params) <= NRT_PARAM_BYTES && sizeof(nk_arange_params) <= NRT_PARAM_BYTES &&
                    sizeof(nk_linspace_params) <= NRT_PARAM_BYTES &&
                    sizeof(nk_binary_params) <= NRT_PARAM_BYTES &&
-                   sizeof(nk_random_params) <= NRT_PARAM_BYTES,
+                   sizeof(nk_random_params) <= NRT_PARAM_BYTES &&
+                   /* reduce */
+                   sizeof(nk_reduce_params) <= NRT_PARAM_BYTES &&
+                   sizeof(nk_scan_params) <= NRT_PARAM_BYTES &&
+                   sizeof(nk_softmax_params) <= NRT_PARAM_BYTES,
                "kernel params fit in nrt_task.params");
