@@ -8,6 +8,9 @@
  * dims in tensor order instead, so that the flat position over the reduced
  * dims is the index ATen reports.
  *
+ * Products of float16/bfloat16 round every step to the dtype, as ATen's
+ * CPU prod (which multiplies in scalar_t) does, overflow included.
+ *
  * Each op lowers to a kind (sum-like, product, extreme, all/any, count,
  * Welford) and an element transform (|x|, x^2, |x|^p, x != 0, NaN -> 0),
  * so norms and means are sums with a different transform or finish.
@@ -337,7 +340,7 @@ static void fold_run(const rplan *pl, racc *a, const char *p, int64_t n, int64_t
   case K_PROD:
     for (int64_t i = 0; i < n; i++) {
       const char *x = p + i * s;
-      if (pl->cls == NK_CLASS_FLOAT) a->f *= nk_load_f32(pl->dt, x);
+      if (pl->cls == NK_CLASS_FLOAT) a->f = nk_round_f32(pl->dt, a->f * nk_load_f32(pl->dt, x));
       else if (pl->cls == NK_CLASS_DOUBLE) a->d *= nk_load_f64(pl->dt, x);
       else a->u *= (uint64_t)nk_load_integral(pl->dt, x);
     }
@@ -399,7 +402,7 @@ static void combine(const rplan *pl, racc *a, const racc *b) {
     else a->u += b->u;
     break;
   case K_PROD:
-    a->f *= b->f;
+    a->f = nk_round_f32(pl->dt, a->f * b->f);
     a->d *= b->d;
     a->u *= b->u;
     break;
