@@ -236,7 +236,8 @@ static uint64_t isum(nrt_dtype dt, const char *p, int64_t n, int64_t s) {
 /* ----------------------------------------------------------- other kinds */
 
 /* Extremes: NaN wins and stays; ties keep the earlier index. */
-static void extreme_run(const rplan *pl, racc *a, const char *p, int64_t n, int64_t s, int64_t i0) {
+NK_INLINE void extreme_run_t(const rplan *pl, racc *a, nrt_dtype dt, const char *p, int64_t n, int64_t s,
+                             int64_t i0) {
   const int is_max = pl->kind == K_MAX, absx = pl->xf == T_ABS;
   int64_t i = 0;
   switch (pl->cls) {
@@ -244,13 +245,13 @@ static void extreme_run(const rplan *pl, racc *a, const char *p, int64_t n, int6
     float best = a->ef;
     int64_t bi = a->idx;
     if (!a->has) {
-      best = nk_load_f32(pl->dt, p);
+      best = nk_load_f32(dt, p);
       if (absx) best = fabsf(best);
       bi = i0;
       i = 1;
     }
     for (; i < n && !isnan(best); i++) {
-      float x = nk_load_f32(pl->dt, p + i * s);
+      float x = nk_load_f32(dt, p + i * s);
       if (absx) x = fabsf(x);
       if (isnan(x) || (is_max ? x > best : x < best)) {
         best = x;
@@ -265,13 +266,13 @@ static void extreme_run(const rplan *pl, racc *a, const char *p, int64_t n, int6
     double best = a->ed;
     int64_t bi = a->idx;
     if (!a->has) {
-      best = nk_load_f64(pl->dt, p);
+      best = nk_load_f64(dt, p);
       if (absx) best = fabs(best);
       bi = i0;
       i = 1;
     }
     for (; i < n && !isnan(best); i++) {
-      double x = nk_load_f64(pl->dt, p + i * s);
+      double x = nk_load_f64(dt, p + i * s);
       if (absx) x = fabs(x);
       if (isnan(x) || (is_max ? x > best : x < best)) {
         best = x;
@@ -285,12 +286,12 @@ static void extreme_run(const rplan *pl, racc *a, const char *p, int64_t n, int6
   default: {
     int64_t best = a->ei, bi = a->idx;
     if (!a->has) {
-      best = nk_load_integral(pl->dt, p);
+      best = nk_load_integral(dt, p);
       bi = i0;
       i = 1;
     }
     for (; i < n; i++) {
-      int64_t x = nk_load_integral(pl->dt, p + i * s);
+      int64_t x = nk_load_integral(dt, p + i * s);
       if (is_max ? x > best : x < best) {
         best = x;
         bi = i0 + i;
@@ -302,6 +303,71 @@ static void extreme_run(const rplan *pl, racc *a, const char *p, int64_t n, int6
   }
   }
   a->has = 1;
+}
+
+/* The value-only float extremes (amax, max(), norm +-inf): RED_LANES
+ * running extremes and a NaN flag, which vectorises. */
+NK_INLINE void extreme_values_f32_t(const rplan *pl, racc *a, nrt_dtype dt, const char *p, int64_t n,
+                                    int64_t s) {
+  const int is_max = pl->kind == K_MAX, absx = pl->xf == T_ABS;
+  for (int64_t b = 0; b < n; b += RED_BLOCK) {
+    const int64_t m = n - b < RED_BLOCK ? n - b : RED_BLOCK;
+    const char *q = p + b * s;
+    float e[RED_LANES];
+    int nan[RED_LANES] = {0};
+    for (int j = 0; j < RED_LANES; j++) e[j] = is_max ? -INFINITY : INFINITY;
+    int64_t i = 0;
+    for (; i + RED_LANES <= m; i += RED_LANES)
+      for (int j = 0; j < RED_LANES; j++) {
+        float x = nk_load_f32(dt, q + (i + j) * s);
+        if (absx) x = fabsf(x);
+        nan[j] |= x != x;
+        e[j] = is_max ? (x > e[j] ? x : e[j]) : (x < e[j] ? x : e[j]);
+      }
+    for (; i < m; i++) {
+      float x = nk_load_f32(dt, q + i * s);
+      if (absx) x = fabsf(x);
+      nan[0] |= x != x;
+      e[0] = is_max ? (x > e[0] ? x : e[0]) : (x < e[0] ? x : e[0]);
+    }
+    float r = e[0];
+    int any_nan = nan[0];
+    for (int j = 1; j < RED_LANES; j++) {
+      r = is_max ? (e[j] > r ? e[j] : r) : (e[j] < r ? e[j] : r);
+      any_nan |= nan[j];
+    }
+    if (any_nan) r = NAN;
+    if (!a->has || isnan(r) || (!isnan(a->ef) && (is_max ? r > a->ef : r < a->ef))) {
+      if (!(a->has && isnan(a->ef))) a->ef = r;
+    }
+    a->has = 1;
+    if (isnan(a->ef)) return;
+  }
+}
+
+static void extreme_run(const rplan *pl, racc *a, const char *p, int64_t n, int64_t s, int64_t i0) {
+  const int values_only = !pl->indexed && pl->value_out;
+  const int64_t es = (int64_t)nk_dtype_size(pl->dt);
+#define EXT(dt)                                                                          \
+  if (values_only && nk_dtype_class(dt) == NK_CLASS_FLOAT) {                            \
+    if (s == es) extreme_values_f32_t(pl, a, dt, p, n, (int64_t)nk_dtype_size(dt));      \
+    else extreme_values_f32_t(pl, a, dt, p, n, s);                                      \
+  } else {                                                                               \
+    extreme_run_t(pl, a, dt, p, n, s, i0);                                              \
+  }
+  switch (pl->dt) {
+  case NRT_BOOL: EXT(NRT_BOOL); break;
+  case NRT_UINT8: EXT(NRT_UINT8); break;
+  case NRT_INT8: EXT(NRT_INT8); break;
+  case NRT_INT16: EXT(NRT_INT16); break;
+  case NRT_INT32: EXT(NRT_INT32); break;
+  case NRT_INT64: EXT(NRT_INT64); break;
+  case NRT_FLOAT16: EXT(NRT_FLOAT16); break;
+  case NRT_BFLOAT16: EXT(NRT_BFLOAT16); break;
+  case NRT_FLOAT32: EXT(NRT_FLOAT32); break;
+  default: EXT(NRT_FLOAT64); break;
+  }
+#undef EXT
 }
 
 /* Chan's combination of (n, mean, m2) with a block's. */
@@ -531,6 +597,91 @@ static void chunks_range(void *arg, int64_t begin, int64_t end, int worker) {
   }
 }
 
+/* ------------------------------------------------------- vertical sums */
+
+/* A sum whose kept inner dim is contiguous in the input and whose reduced
+ * dims are outer (x.sum(0) of a matrix): a tile of VT neighbouring outputs
+ * accumulates one input row at a time, VB rows per partial vector, and the
+ * partial vectors enter a binary counter per lane -- the same pairwise sum
+ * as the row path, without striding through memory once per output. */
+#define VT 64
+#define VB 16
+
+NK_INLINE void vertical_sum_t(const rplan *pl, nrt_dtype dt, rxform t, const char *in, int64_t T,
+                              float *tot) {
+  const int64_t es = (int64_t)nk_dtype_size(dt);
+  float lv[48][VT], acc[VT];
+  uint64_t count = 0;
+  int64_t idx[NRT_MAX_DIMS] = {0}, rows = 0;
+  const char *p = in;
+  for (int64_t j = 0; j < VT; j++) acc[j] = 0;
+  for (int64_t r = 0; r < pl->n_red; r++) {
+    for (int64_t j = 0; j < T; j++) acc[j] += xf_f32(t, nk_load_f32(dt, p + j * es), pl->pf);
+    if (++rows == VB || r + 1 == pl->n_red) {
+      uint64_t c = count++;
+      int k = 0;
+      for (; c & 1; c >>= 1, k++)
+        for (int64_t j = 0; j < T; j++) acc[j] = lv[k][j] + acc[j];
+      for (int64_t j = 0; j < T; j++) {
+        lv[k][j] = acc[j];
+        acc[j] = 0;
+      }
+      rows = 0;
+    }
+    for (int d = 0; d < pl->nr; d++) {
+      p += pl->rstr[d];
+      if (++idx[d] < pl->rsize[d]) break;
+      p -= pl->rsize[d] * pl->rstr[d];
+      idx[d] = 0;
+    }
+  }
+  for (int64_t j = 0; j < T; j++) {
+    float v = 0;
+    int first = 1;
+    for (int k = 0; k < 48; k++)
+      if ((count >> k) & 1) {
+        v = first ? lv[k][j] : lv[k][j] + v;
+        first = 0;
+      }
+    tot[j] = v;
+  }
+}
+
+static void vertical_sum(const rplan *pl, const char *in, int64_t T, float *tot) {
+#define CALLV(dt, t) vertical_sum_t(pl, dt, t, in, T, tot)
+  switch (pl->dt) {
+  case NRT_FLOAT16: XF_CASES(CALLV, NRT_FLOAT16); break;
+  case NRT_BFLOAT16: XF_CASES(CALLV, NRT_BFLOAT16); break;
+  default: XF_CASES(CALLV, NRT_FLOAT32); break;
+  }
+#undef CALLV
+}
+
+static int vertical_fits(const rplan *pl) {
+  return pl->kind == K_SUM && pl->cls == NK_CLASS_FLOAT && pl->nk > 0 && pl->nr > 0 &&
+         pl->kin[0] == (int64_t)nk_dtype_size(pl->dt) && pl->ksize[0] >= 8;
+}
+
+static void vertical_range(void *arg, int64_t begin, int64_t end, int worker) {
+  (void)worker;
+  const rplan *pl = arg;
+  const int64_t per_row = (pl->ksize[0] + VT - 1) / VT;
+  float tot[VT];
+  racc a;
+  for (int64_t t = begin; t < end; t++) {
+    const int64_t j0 = (t % per_row) * VT, T = pl->ksize[0] - j0 < VT ? pl->ksize[0] - j0 : VT;
+    const char *in;
+    char *o0, *o1;
+    locate(pl, (t / per_row) * pl->ksize[0] + j0, &in, &o0, &o1);
+    vertical_sum(pl, in, T, tot);
+    for (int64_t j = 0; j < T; j++) {
+      acc_init(pl, &a);
+      tree32_push(&a.t32, tot[j]);
+      store(pl, &a, o0 + j * pl->kout[0][0], o1 ? o1 + j * pl->kout[1][0] : NULL);
+    }
+  }
+}
+
 /* ----------------------------------------------------------------- plan */
 
 static int lower_op(rplan *pl, const nk_reduce_params *prm, nrt_exec_ctx *ctx) {
@@ -708,6 +859,12 @@ int nk_reduce_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
       store(&pl, &total, o0, o1);
     }
     free(parts);
+    return 0;
+  }
+  if (pl.n_red > 0 && vertical_fits(&pl)) {
+    const int64_t tiles = pl.n_out / pl.ksize[0] * ((pl.ksize[0] + VT - 1) / VT);
+    const int64_t work = pl.n_red * VT;
+    nk_parallel_for(tiles, NK_GRAIN_ELEMENTWISE / work > 0 ? NK_GRAIN_ELEMENTWISE / work : 1, vertical_range, &pl);
     return 0;
   }
   int64_t per = pl.n_red > 0 ? pl.n_red : 1;
