@@ -379,19 +379,45 @@ static void welford_merge(racc *a, double n, double mean, double m2) {
   a->n = tot;
 }
 
-/* Each block exactly, by two passes around its own mean, then merged. */
-static void var_run(const rplan *pl, racc *a, const char *p, int64_t n, int64_t s) {
+/* Each block exactly, by two passes around its own mean (RED_LANES
+ * accumulators each), then merged. */
+NK_INLINE void var_block_t(racc *a, nrt_dtype dt, const char *q, int64_t m, int64_t s) {
+  double acc[RED_LANES] = {0}, sum = 0, m2 = 0;
+  int64_t i = 0;
+  for (; i + RED_LANES <= m; i += RED_LANES)
+    for (int j = 0; j < RED_LANES; j++) acc[j] += nk_load_f64(dt, q + (i + j) * s);
+  for (; i < m; i++) sum += nk_load_f64(dt, q + i * s);
+  for (int j = 0; j < RED_LANES; j++) sum += acc[j];
+  const double mean = sum / (double)m;
+  for (int j = 0; j < RED_LANES; j++) acc[j] = 0;
+  for (i = 0; i + RED_LANES <= m; i += RED_LANES)
+    for (int j = 0; j < RED_LANES; j++) {
+      double d = nk_load_f64(dt, q + (i + j) * s) - mean;
+      acc[j] += d * d;
+    }
+  for (; i < m; i++) {
+    double d = nk_load_f64(dt, q + i * s) - mean;
+    m2 += d * d;
+  }
+  for (int j = 0; j < RED_LANES; j++) m2 += acc[j];
+  welford_merge(a, (double)m, mean, m2);
+}
+
+NK_INLINE void var_run_t(racc *a, nrt_dtype dt, const char *p, int64_t n, int64_t s) {
+  const int64_t es = (int64_t)nk_dtype_size(dt);
   for (int64_t b = 0; b < n; b += RED_BLOCK) {
     int64_t m = n - b < RED_BLOCK ? n - b : RED_BLOCK;
-    const char *q = p + b * s;
-    double sum = 0, m2 = 0;
-    for (int64_t i = 0; i < m; i++) sum += nk_load_f64(pl->dt, q + i * s);
-    double mean = sum / (double)m;
-    for (int64_t i = 0; i < m; i++) {
-      double d = nk_load_f64(pl->dt, q + i * s) - mean;
-      m2 += d * d;
-    }
-    welford_merge(a, (double)m, mean, m2);
+    if (s == es) var_block_t(a, dt, p + b * es, m, es);
+    else var_block_t(a, dt, p + b * s, m, s);
+  }
+}
+
+static void var_run(const rplan *pl, racc *a, const char *p, int64_t n, int64_t s) {
+  switch (pl->dt) {
+  case NRT_FLOAT16: var_run_t(a, NRT_FLOAT16, p, n, s); break;
+  case NRT_BFLOAT16: var_run_t(a, NRT_BFLOAT16, p, n, s); break;
+  case NRT_FLOAT32: var_run_t(a, NRT_FLOAT32, p, n, s); break;
+  default: var_run_t(a, NRT_FLOAT64, p, n, s); break;
   }
 }
 
