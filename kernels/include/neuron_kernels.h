@@ -46,6 +46,10 @@ typedef enum nk_kernel_id {
   /* unary */
   NK_KERNEL_UNARY,          /* out <- op(x)      (nk_unary_op)             */
   NK_KERNEL_UNARY_BACKWARD, /* out <- op(a, b)   (nk_unary_backward_op)    */
+  /* reduce */
+  NK_KERNEL_REDUCE,   /* out(s) <- reduction of in over out's stride-0 dims */
+  NK_KERNEL_SCAN,     /* out(s) <- cumulative op of in along one dim      */
+  NK_KERNEL_SOFTMAX,  /* (log_)softmax forward/backward along one dim     */
   NK_KERNEL_END
 } nk_kernel_id;
 
@@ -284,6 +288,85 @@ typedef struct nk_unary_params {
 
 /* One Philox4x32-10 block (exposed for the tests). */
 void nk_philox4x32(uint64_t seed, uint64_t counter, uint32_t out[4]);
+
+/* reduce ------------------------------------------------------------------
+ *
+ * NK_KERNEL_REDUCE takes a reduction as ATen's TensorIterator describes it:
+ * every operand has the same ndim and sizes (the input's); operand 0 has
+ * stride 0 along the reduced dims (and only there, for sizes > 1), and so
+ * has operand 1 when the op has two outputs.  operands: [0] out, [1] second
+ * out (ARGMAX/ARGMIN-style index of MAX_INDEX/MIN_INDEX, the mean of VAR
+ * when present), last = in.
+ *
+ * Accumulation: float16/bfloat16/float32 inputs sum in float32 (pairwise:
+ * blocks with independent accumulators, blocks combined as a binary tree),
+ * float64 in float64, integers and bool in int64 wrapping (the out dtype's
+ * wrap is the same ring).  VAR is Welford/Chan in float64 (as ATen's CPU).
+ * Results never depend on the thread count: work is split over outputs, or,
+ * for few outputs with long reductions, over fixed-size chunks of the
+ * reduced range that are combined in order.
+ * MAX/MIN propagate NaN; the index ops give the first extreme (the first
+ * NaN if any), counted row-major over the reduced dims in tensor order.
+ * An empty reduced range writes the identity (sum 0, prod 1, all true, any
+ * false, norm 0 (inf for p < 0), mean/var NaN); MAX/MIN and the index ops
+ * have none and fail. */
+typedef enum nk_reduce_op {
+  NK_REDUCE_SUM = 0,
+  NK_REDUCE_NANSUM,        /* NaN counts as 0                              */
+  NK_REDUCE_MEAN,          /* sum / count in the accumulation dtype         */
+  NK_REDUCE_PROD,
+  NK_REDUCE_MAX,           /* amax / max()                                  */
+  NK_REDUCE_MIN,
+  NK_REDUCE_ARGMAX,        /* [0] int64 index                               */
+  NK_REDUCE_ARGMIN,
+  NK_REDUCE_MAX_INDEX,     /* [0] value, [1] int64 index (max.dim)          */
+  NK_REDUCE_MIN_INDEX,
+  NK_REDUCE_ALL,
+  NK_REDUCE_ANY,
+  NK_REDUCE_NORM,          /* vector norm of order p (0, 1, 2, +-inf, any)  */
+  NK_REDUCE_VAR,           /* var (std with take_sqrt); [1] mean if present */
+  NK_REDUCE_COUNT_NONZERO, /* int64 count of x != 0                         */
+  NK_REDUCE_OP_COUNT
+} nk_reduce_op;
+
+typedef struct nk_reduce_params {
+  int32_t op;        /* nk_reduce_op */
+  int32_t take_sqrt; /* VAR: std     */
+  double p;          /* NORM order   */
+  double correction; /* VAR: divisor is max(0, n - correction) */
+} nk_reduce_params;
+
+/* NK_KERNEL_SCAN: operands [0] out, [1] indices (int64; CUMMAX/CUMMIN
+ * only), last = in; all of the same sizes.  The scan runs along `dim`.
+ * Accumulation as ATen's CPU: float32 cumsum/cumprod in float64, 16-bit
+ * floats in float32, integers in int64.  CUMMAX/CUMMIN take the latest
+ * index among equal values and propagate NaN (its index sticks). */
+typedef enum nk_scan_op {
+  NK_SCAN_CUMSUM = 0,
+  NK_SCAN_CUMPROD,
+  NK_SCAN_CUMMAX,
+  NK_SCAN_CUMMIN,
+  NK_SCAN_LOGCUMSUMEXP,
+  NK_SCAN_OP_COUNT
+} nk_scan_op;
+
+typedef struct nk_scan_params {
+  int32_t op; /* nk_scan_op */
+  int32_t dim;
+} nk_scan_params;
+
+/* NK_KERNEL_SOFTMAX along `dim` (an ndim-0 operand is one element):
+ *   forward:  [0] out, [1] in;           out = softmax(in) or log_softmax(in)
+ *   backward: [0] grad_in, [1] grad_out, [2] out (the forward's result);
+ *             softmax:     grad_in = out * (grad_out - sum(grad_out * out))
+ *             log_softmax: grad_in = grad_out - exp(out) * sum(grad_out)
+ * Each operand has its own dtype; 16-bit floats compute in float32. */
+typedef struct nk_softmax_params {
+  int32_t dim;
+  int32_t log;      /* log_softmax */
+  int32_t backward;
+  int32_t reserved;
+} nk_softmax_params;
 
 typedef enum nk_isa { NK_ISA_PORTABLE = 0, NK_ISA_AVX2, NK_ISA_AVX512 } nk_isa;
 nk_isa nk_cpu_isa(void);               /* detected once; TORCHNEURON_ISA=portable|avx2|avx512 caps it */

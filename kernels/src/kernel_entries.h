@@ -16,5 +16,9 @@ int nk_pointwise_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 /* unary */
 int nk_unary_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 int nk_unary_backward_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+/* reduce */
+int nk_reduce_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+int nk_scan_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+int nk_softmax_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 
 #endif /* NK_KERNEL_ENTRIES_H */

@@ -19,6 +19,10 @@ static const struct {
     /* unary */
     {NK_KERNEL_UNARY, "unary", nk_unary_kernel},
     {NK_KERNEL_UNARY_BACKWARD, "unary_backward", nk_unary_backward_kernel},
+    /* reduce */
+    {NK_KERNEL_REDUCE, "reduce", nk_reduce_kernel},
+    {NK_KERNEL_SCAN, "scan", nk_scan_kernel},
+    {NK_KERNEL_SOFTMAX, "softmax", nk_softmax_kernel},
 };
 
 _Static_assert(sizeof kernels / sizeof kernels[0] == NK_KERNEL_END - NK_KERNEL_COPY,
@@ -52,3 +56,14 @@ NK_PARAMS_FIT(nk_linspace_params);
 NK_PARAMS_FIT(nk_binary_params);
 NK_PARAMS_FIT(nk_random_params);
 NK_PARAMS_FIT(nk_unary_params);
+
+/* Every kernel's params fit in nrt_task.params. */
+#define NK_PARAMS_FIT(type) _Static_assert(sizeof(type) <= NRT_PARAM_BYTES, #type " fits in nrt_task.params")
+NK_PARAMS_FIT(nk_fill_params);
+NK_PARAMS_FIT(nk_arange_params);
+NK_PARAMS_FIT(nk_linspace_params);
+NK_PARAMS_FIT(nk_binary_params);
+NK_PARAMS_FIT(nk_random_params);
+NK_PARAMS_FIT(nk_reduce_params);
+NK_PARAMS_FIT(nk_scan_params);
+NK_PARAMS_FIT(nk_softmax_params);
