@@ -10,5 +10,9 @@ int nk_arange_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 int nk_linspace_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 int nk_binary_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 int nk_random_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+/* index */
+int nk_gather_scatter_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+int nk_index_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+int nk_masked_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 
 #endif /* NK_KERNEL_ENTRIES_H */

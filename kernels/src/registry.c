@@ -13,6 +13,10 @@ static const struct {
     {NK_KERNEL_LINSPACE, "linspace", nk_linspace_kernel},
     {NK_KERNEL_BINARY, "binary", nk_binary_kernel},
     {NK_KERNEL_RANDOM, "random", nk_random_kernel},
+    /* index */
+    {NK_KERNEL_GATHER_SCATTER, "gather_scatter", nk_gather_scatter_kernel},
+    {NK_KERNEL_INDEX, "index", nk_index_kernel},
+    {NK_KERNEL_MASKED, "masked", nk_masked_kernel},
 };
 
 _Static_assert(sizeof kernels / sizeof kernels[0] == NK_KERNEL_END - NK_KERNEL_COPY,
@@ -31,5 +35,9 @@ nrt_status nk_register_kernels(void) {
 _Static_assert(sizeof(nk_fill_params) <= NRT_PARAM_BYTES && sizeof(nk_arange_params) <= NRT_PARAM_BYTES &&
                    sizeof(nk_linspace_params) <= NRT_PARAM_BYTES &&
                    sizeof(nk_binary_params) <= NRT_PARAM_BYTES &&
-                   sizeof(nk_random_params) <= NRT_PARAM_BYTES,
+                   sizeof(nk_random_params) <= NRT_PARAM_BYTES &&
+                   /* index */
+                   sizeof(nk_gather_scatter_params) <= NRT_PARAM_BYTES &&
+                   sizeof(nk_index_params) <= NRT_PARAM_BYTES &&
+                   sizeof(nk_masked_params) <= NRT_PARAM_BYTES,
                "kernel params fit in nrt_task.params");
