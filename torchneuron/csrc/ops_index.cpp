@@ -30,6 +30,7 @@
 #include <ATen/native/Resize.h>
 #include <ATen/native/ScatterGatherChecks.h>
 #include <ATen/native/TensorAdvancedIndexing.h>
+#include <ATen/native/TensorAdvancedIndexingUtils.h>
 #include <ATen/ops/_index_put_impl_native.h>
 #include <ATen/ops/gather_native.h>
 #include <ATen/ops/index_add_meta.h>
@@ -230,6 +231,86 @@ void index_put_kernel(at::TensorIterator& iter, at::IntArrayRef indexed_sizes,
   l.params()->put = 1;
   l.params()->accumulate = accumulate;
   l.run(iter.device(0).index());
+}
+
+// ATen's make_info + AdvancedIndex (whose constructor libtorch does not
+// export): indices expanded (bool masks through nonzero), broadcast,
+// moved to the front when not adjacent; src restrided with stride 0 and the
+// index shape in the indexed dims.
+struct IndexInfo {
+  at::Tensor src;
+  std::vector<at::Tensor> indices;
+  std::vector<int64_t> indexed_sizes, indexed_strides;
+};
+
+IndexInfo make_index_info(at::Tensor self, const c10::List<std::optional<at::Tensor>>& orig) {
+  at::native::checkIndexTensorTypes(orig, /*allow_int*/ true);
+  auto indices = at::native::expandTensors(self, orig, /*ensure_same_device=*/true);
+  try {
+    indices = at::expand_outplace(indices);
+  } catch (std::exception&) {
+    TORCH_CHECK_INDEX(false, "shape mismatch: indexing tensors could not be broadcast together with shapes ",
+                      at::native::shapes_as_str(indices));
+  }
+  while (indices.size() < static_cast<size_t>(self.dim())) indices.emplace_back();
+  if (!at::native::hasContiguousSubspace(indices)) {
+    std::tie(self, indices) = at::native::transposeToFront(self, indices);
+  }
+  IndexInfo info;
+  int64_t dims_before = 0, dims_after = 0, dims_indexed = 0;
+  at::IntArrayRef replacement;
+  for (size_t d = 0; d < indices.size(); ++d) {
+    if (!indices[d].defined()) {
+      (dims_indexed == 0 ? dims_before : dims_after)++;
+      continue;
+    }
+    dims_indexed++;
+    replacement = indices[d].sizes();
+    info.indexed_sizes.push_back(self.size(static_cast<int64_t>(d)));
+    info.indexed_strides.push_back(self.stride(static_cast<int64_t>(d)) * self.element_size());
+  }
+  if (std::find(info.indexed_sizes.begin(), info.indexed_sizes.end(), 0) != info.indexed_sizes.end() &&
+      std::find(replacement.begin(), replacement.end(), 0) == replacement.end()) {
+    TORCH_CHECK_INDEX(false, "index is out of bounds for dimension with size 0");
+  }
+  auto shape = self.sizes().vec();
+  auto strides = self.strides().vec();
+  shape.erase(shape.begin() + dims_before, shape.begin() + dims_before + dims_indexed);
+  strides.erase(strides.begin() + dims_before, strides.begin() + dims_before + dims_indexed);
+  shape.insert(shape.begin() + dims_before, replacement.begin(), replacement.end());
+  strides.insert(strides.begin() + dims_before, replacement.size(), 0);
+  info.src = self.as_strided(shape, strides);
+  for (auto& index : indices) {
+    if (!index.defined()) continue;
+    at::Tensor i = index.scalar_type() == at::kInt ? index.to(at::kLong) : index;
+    std::vector<int64_t> s(dims_before, 1);
+    s.insert(s.end(), i.sizes().begin(), i.sizes().end());
+    s.insert(s.end(), dims_after, 1);
+    info.indices.push_back(i.reshape(s));
+  }
+  return info;
+}
+
+// _index_put_impl_ sends accumulate (and deterministic) puts on non-CPU
+// devices here; the INDEX kernel's put is serial, so deterministic already.
+void index_put_with_sort_kernel(at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices,
+                                const at::Tensor& value, bool accumulate, bool unsafe) {
+  (void)unsafe;
+  IndexInfo info = make_index_info(self, indices);
+  TORCH_CHECK(at::is_expandable_to(value.sizes(), info.src.sizes()), "shape mismatch: value tensor of shape ",
+              value.sizes(), " cannot be broadcast to indexing result of shape ", info.src.sizes());
+  TORCH_CHECK(value.scalar_type() == info.src.scalar_type(),
+              "Index put requires the source and destination dtypes match, got ", info.src.scalar_type(),
+              " for the destination and ", value.scalar_type(), " for the source.");
+  at::TensorIteratorConfig config;
+  config.set_check_mem_overlap(false);
+  config.resize_outputs(false);
+  config.check_all_same_dtype(false);
+  config.add_output(info.src);
+  config.add_const_input(value);
+  for (auto& index : info.indices) config.add_const_input(index);
+  auto iter = config.build();
+  index_put_kernel(iter, info.indexed_sizes, info.indexed_strides, accumulate);
 }
 
 at::Tensor device_scalar(const c10::Scalar& v, c10::ScalarType dtype, c10::Device device) {
@@ -740,6 +821,7 @@ REGISTER_PRIVATEUSE1_DISPATCH(scatter_reduce_stub, &torchneuron::scatter_reduce_
 REGISTER_PRIVATEUSE1_DISPATCH(scatter_scalar_reduce_stub, &torchneuron::scatter_scalar_reduce_kernel)
 REGISTER_PRIVATEUSE1_DISPATCH(index_stub, &torchneuron::index_kernel)
 REGISTER_PRIVATEUSE1_DISPATCH(index_put_stub, &torchneuron::index_put_kernel)
+REGISTER_PRIVATEUSE1_DISPATCH(index_put_with_sort_stub, &torchneuron::index_put_with_sort_kernel)
 REGISTER_PRIVATEUSE1_DISPATCH(index_fill_stub, &torchneuron::index_fill_kernel)
 REGISTER_PRIVATEUSE1_DISPATCH(index_copy_stub, &torchneuron::index_copy_kernel)
 REGISTER_PRIVATEUSE1_DISPATCH(take_stub, &torchneuron::take_kernel)
