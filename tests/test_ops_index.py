@@ -19,6 +19,7 @@ SOME = [torch.float32, torch.bfloat16, torch.int64, torch.bool]
 @pytest.fixture(autouse=True)
 def native():
     torchneuron._C.reset_fallback_stats()
+    torch.manual_seed(0)
     with fallback_mode("error"):
         yield
     assert torchneuron._C.fallback_stats() == {}
@@ -35,13 +36,16 @@ def make(shape, dtype, seed=0):
 
 
 def same(actual, expected, accumulated=False):
-    """accumulated: a float16 sum of several terms.  ATen's CPU scatter_add
-    on float16 rounds once after adding in a wider type; neuron rounds after
-    each step (as bfloat16 does on the CPU), so they may differ by an ulp."""
+    """accumulated: a float16/bfloat16 sum of several terms.  ATen's CPU
+    sometimes adds in a wider type and rounds once (scatter_add on float16,
+    scatter_reduce); neuron rounds after each step, so they may differ by
+    an ulp."""
     assert actual.device.type == "neuron", actual.device
     assert actual.dtype == expected.dtype
     assert actual.shape == expected.shape, (actual.shape, expected.shape)
-    tol = {"atol": 1e-2, "rtol": 1e-2} if accumulated and expected.dtype == torch.float16 else {}
+    tol = {}
+    if accumulated and expected.dtype in (torch.float16, torch.bfloat16):
+        tol = {"atol": 5e-2, "rtol": 2e-2}
     torch.testing.assert_close(actual.cpu(), expected, equal_nan=True, **tol)
 
 
@@ -109,7 +113,7 @@ def test_scatter_reduce_two(dtype, reduce, include_self):
     if reduce == "prod" and dtype.is_floating_point:
         src = src.sign() + (src == 0).to(dtype)               # keep products exact
     got = dev(x).scatter_reduce(1, dev(idx), dev(src), reduce, include_self=include_self)
-    same(got, x.scatter_reduce(1, idx, src, reduce, include_self=include_self))
+    same(got, x.scatter_reduce(1, idx, src, reduce, include_self=include_self), True)
 
 
 def test_scatter_reduce_nan_and_noncontiguous():
