@@ -363,3 +363,21 @@ def test_complex_falls_back():
         same(torch.index_select(dev(x), 0, dev(torch.tensor([2, 0]))), torch.index_select(x, 0, torch.tensor([2, 0])))
         same(dev(x)[dev(torch.tensor([1]))], x[torch.tensor([1])])
     torchneuron._C.reset_fallback_stats()
+
+
+def test_accumulation_does_not_depend_on_thread_count():
+    from conftest import check_python
+    code = """
+        import torch, torchneuron
+        g = torch.Generator().manual_seed(1)
+        src = torch.randn(8, 20000, generator=g)
+        idx = torch.randint(0, 7, (8, 20000), generator=g)
+        a = torch.zeros(8, 7, device="neuron").scatter_add_(1, idx.to("neuron"), src.to("neuron"))
+        flat = torch.randint(0, 50, (60000,), generator=g)
+        b = torch.zeros(50, device="neuron").index_put_((flat.to("neuron"),), src.view(-1)[:60000].to("neuron"), accumulate=True)
+        c = torch.zeros(50, device="neuron").index_add_(0, flat.to("neuron"), src.view(-1)[:60000].to("neuron"))
+        print(a.cpu().double().sum().item().hex(), b.cpu().double().sum().item().hex(), c.cpu().double().sum().item().hex())
+    """
+    one = check_python(code, env={"TORCHNEURON_NUM_THREADS": "1"})
+    many = check_python(code, env={"TORCHNEURON_NUM_THREADS": "8"})
+    assert one == many and one.strip()
