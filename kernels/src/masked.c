@@ -36,7 +36,7 @@ typedef void (*row_fn)(masked_plan *m, char *const *ptr, const int64_t *step, in
 
 static void walk(masked_plan *m, const nrt_operand *ops, int n, int64_t begin, int64_t end, row_fn row) {
   const int nd = ops[0].ndim;
-  int64_t coord[NRT_MAX_DIMS];
+  int64_t coord[NRT_MAX_DIMS] = {0};
   char *ptr[3];
   int64_t step[3];
   if (nd == 0) {
