@@ -2,12 +2,18 @@
  * along one dim (see neuron_kernels.h for the operands).
  *
  * The iteration shape is the index's.  It is cut into "lines": all the
- * positions that share every coordinate but `dim`.  A line is walked
- * serially in index order; lines go to the compute pool.  Two lines never
- * touch the same destination (their coordinates outside `dim` differ), so
- * scatters are race free and their accumulation order is the index order
- * whatever the thread count.  Gathers have no such constraint and also cut
- * long lines into pieces. */
+ * positions that share every coordinate but `dim`.  Lines (or blocks of
+ * neighbouring lines) go to the compute pool; within one, positions along
+ * dim are visited in index order.  Two lines never touch the same
+ * destination (their coordinates outside `dim` differ), so scatters are
+ * race free and each destination accumulates in index order whatever the
+ * thread count.  When dim is the inner dim in memory a line is walked on
+ * its own (gathers also cut long lines into pieces); when it is an outer
+ * dim (index_select/index_add along dim 0) a block of lines is walked one
+ * dim position at a time, so whole rows are copied.  A scatter checks all
+ * the indices of its line or block before writing any. */
+#include <stdlib.h>
+
 #include "index_common.h"
 #include "kernel_entries.h"
 #include "nd_iter.h"
@@ -30,6 +36,8 @@ typedef struct gs_plan {
   int64_t piece_len;
   int64_t lines;
   bool has_alpha;
+  bool dim_major;        /* walk blocks of lines one dim position at a time */
+  unsigned char value[8]; /* has_value: the value in self's dtype */
   nk_index_error err;
 } gs_plan;
 
@@ -119,6 +127,19 @@ static int plan_gs(const nrt_task *task, nrt_exec_ctx *ctx, gs_plan *g) {
     g->piece_len = NK_GRAIN_ELEMENTWISE / 4;
     g->pieces = (g->line_len + g->piece_len - 1) / g->piece_len;
   }
+  /* dim-major when the dense operand (out, or src, else the index) moves
+   * further per step along dim than along its innermost other dim */
+  const int dense = p->gather ? 0 : (p->has_value ? 1 : 2);
+  int inner = -1;
+  for (int d = g->ndim - 1; d >= 0; d--)
+    if (d != g->dim && g->sizes[d] > 1) { inner = d; break; }
+  g->dim_major = inner >= 0 && g->lines > 1 && g->line_len > 1 &&
+                 llabs(g->strides[dense][g->dim]) > llabs(g->strides[dense][inner]);
+  if (g->dim_major) g->pieces = 1, g->piece_len = g->line_len;
+  if (p->has_value) {
+    if (nk_dtype_is_floating(g->dtype[0])) nk_store_f64(g->dtype[0], g->value, p->value.f);
+    else nk_store_i64(g->dtype[0], g->value, p->value.i);
+  }
   g->has_alpha = p->op == NK_SCATTER_ADD && !(nk_dtype_is_floating(g->dtype[0]) ? p->alpha.f == 1.0 : p->alpha.i == 1);
   nk_index_error_init(&g->err);
   return 0;
@@ -135,104 +156,117 @@ static void line_offsets(const gs_plan *g, int64_t line, int64_t *off) {
   }
 }
 
-static void gather_piece(gs_plan *g, const int64_t *off, int64_t j0, int64_t j1) {
-  const int d = g->dim;
-  char *out = g->data[0] + off[0];
-  const char *idx = g->data[1] + off[1];
-  const char *self = g->data[2] + off[2];
-  const int64_t so = g->strides[0][d], si = g->strides[1][d];
-  const nrt_dtype to = g->dtype[0], ts = g->dtype[2], ti = g->dtype[1];
-  const size_t es = nk_dtype_size(to);
-  const bool same = to == ts;
-  for (int64_t j = j0; j < j1; j++) {
-    int64_t i = nk_read_index(ti, idx + j * si);
-    if (!nk_index_in_range(&i, g->self_size, g->p->wrap)) {
-      nk_index_error_set(&g->err, i, d, g->self_size);
-      return;
-    }
-    const char *s = self + i * g->self_stride;
-    if (same)
-      memcpy(out + j * so, s, es);
-    else
-      nk_convert(ts, to, out + j * so, s);
+/* ------------------------------------------------------------ one element */
+
+/* index j of a line, checked (and wrapped); false after recording an error */
+NK_INLINE bool gs_index(gs_plan *g, const int64_t *off, int64_t j, int64_t *i) {
+  int64_t v = nk_read_index(g->dtype[1], g->data[1] + off[1] + j * g->strides[1][g->dim]);
+  if (!nk_index_in_range(&v, g->self_size, g->p->wrap)) {
+    nk_index_error_set(&g->err, v, g->dim, g->self_size);
+    return false;
+  }
+  *i = v;
+  return true;
+}
+
+NK_INLINE bool gather_elem(gs_plan *g, const int64_t *off, int64_t j) {
+  int64_t i;
+  if (!gs_index(g, off, j, &i)) return false;
+  char *o = g->data[0] + off[0] + j * g->strides[0][g->dim];
+  const char *s = g->data[2] + off[2] + i * g->self_stride;
+  if (g->dtype[0] == g->dtype[2]) memcpy(o, s, nk_dtype_size(g->dtype[0]));
+  else nk_convert(g->dtype[2], g->dtype[0], o, s);
+  return true;
+}
+
+/* phase 0: the identity into the destination (include_self off);
+ * phase 1: the reduction (or assignment).  Indices already checked. */
+NK_INLINE void scatter_elem(gs_plan *g, const int64_t *off, int64_t j, int phase) {
+  const nk_gather_scatter_params *p = g->p;
+  int64_t i = nk_read_index(g->dtype[1], g->data[1] + off[1] + j * g->strides[1][g->dim]);
+  nk_index_in_range(&i, g->self_size, p->wrap);
+  if (p->has_skip && i == p->skip) return;
+  const nk_scatter_op op = (nk_scatter_op)p->op;
+  const nrt_dtype td = g->dtype[0];
+  char *dst = g->data[0] + off[0] + i * g->self_stride;
+  if (phase == 0) {
+    nk_store_identity(op, td, dst);
+    return;
+  }
+  const char *src;
+  nrt_dtype ts = td;
+  if (p->has_value) {
+    src = (const char *)g->value;
+  } else {
+    src = g->data[2] + off[2] + j * g->strides[2][g->dim];
+    ts = g->dtype[2];
+  }
+  if (op == NK_SCATTER_ASSIGN) {
+    if (ts == td) memcpy(dst, src, nk_dtype_size(td));
+    else nk_convert(ts, td, dst, src);
+    return;
+  }
+  nk_reduce_at(op, td, dst, ts, src, &p->alpha, g->has_alpha);
+  if (g->n_ops == 4) {
+    char *c = g->data[3] + off[3] + i * g->strides[3][g->dim];
+    nk_write_i64(c, nk_read_i64(c) + 1);
   }
 }
 
-static void scatter_line(gs_plan *g, const int64_t *off) {
-  const nk_gather_scatter_params *p = g->p;
-  const int d = g->dim;
-  const nk_scatter_op op = (nk_scatter_op)p->op;
-  char *self = g->data[0] + off[0];
-  const char *idx = g->data[1] + off[1];
-  const int64_t si = g->strides[1][d];
-  const nrt_dtype td = g->dtype[0], ti = g->dtype[1];
-  const size_t es = nk_dtype_size(td);
-  /* the source: an operand, or the value in self's dtype */
-  unsigned char value[8];
-  const char *src = NULL;
-  int64_t ss = 0;
-  nrt_dtype ts = td;
-  if (p->has_value) {
-    if (nk_dtype_is_floating(td)) nk_store_f64(td, value, p->value.f);
-    else nk_store_i64(td, value, p->value.i);
-    src = (const char *)value;
-  } else {
-    src = g->data[2] + off[2];
-    ss = g->strides[2][d];
-    ts = g->dtype[2];
-  }
-  char *count = g->n_ops == 4 ? g->data[3] + off[3] : NULL;
-  const int64_t cs = g->n_ops == 4 ? g->strides[3][d] : 0;
-  const int64_t n = g->line_len;
+/* ------------------------------------------------------------------ walks */
 
-  /* check the whole line first: nothing is written for a bad line */
-  for (int64_t j = 0; j < n; j++) {
-    int64_t i = nk_read_index(ti, idx + j * si);
-    if (!nk_index_in_range(&i, g->self_size, p->wrap)) {
-      nk_index_error_set(&g->err, i, d, g->self_size);
-      return;
-    }
+/* Line-major: each line walked along dim (dim is the inner dim in memory). */
+static void line_major(gs_plan *g, int64_t w) {
+  int64_t off[GS_MAX_OPS];
+  const int64_t line = w / g->pieces, piece = w % g->pieces;
+  line_offsets(g, line, off);
+  if (g->p->gather) {
+    int64_t j0 = piece * g->piece_len, j1 = j0 + g->piece_len;
+    if (j1 > g->line_len) j1 = g->line_len;
+    for (int64_t j = j0; j < j1; j++)
+      if (!gather_elem(g, off, j)) return;
+    return;
   }
-  if (op != NK_SCATTER_ASSIGN && !p->include_self) {
-    for (int64_t j = 0; j < n; j++) {
-      int64_t i = nk_read_index(ti, idx + j * si);
-      nk_index_in_range(&i, g->self_size, p->wrap);
-      if (p->has_skip && i == p->skip) continue;
-      nk_store_identity(op, td, self + i * g->self_stride);
-    }
+  int64_t i;
+  for (int64_t j = 0; j < g->line_len; j++) /* nothing is written for a bad line */
+    if (!gs_index(g, off, j, &i)) return;
+  const bool init = g->p->op != NK_SCATTER_ASSIGN && !g->p->include_self;
+  for (int phase = init ? 0 : 1; phase < 2; phase++)
+    for (int64_t j = 0; j < g->line_len; j++) scatter_elem(g, off, j, phase);
+}
+
+/* Dim-major: a block of neighbouring lines walked together, one position
+ * along dim at a time (dim is an outer dim in memory: index_select and
+ * index_add along dim 0 copy whole rows this way).  A destination still
+ * belongs to one line only, and sees the indices in order. */
+#define GS_BLOCK 128
+static void dim_major(gs_plan *g, int64_t w) {
+  int64_t off[GS_BLOCK][GS_MAX_OPS];
+  const int64_t first = w * GS_BLOCK;
+  const int64_t n = g->lines - first < GS_BLOCK ? g->lines - first : GS_BLOCK;
+  for (int64_t l = 0; l < n; l++) line_offsets(g, first + l, off[l]);
+  if (g->p->gather) {
+    for (int64_t j = 0; j < g->line_len; j++)
+      for (int64_t l = 0; l < n; l++)
+        if (!gather_elem(g, off[l], j)) return;
+    return;
   }
-  for (int64_t j = 0; j < n; j++) {
-    int64_t i = nk_read_index(ti, idx + j * si);
-    nk_index_in_range(&i, g->self_size, p->wrap);
-    if (p->has_skip && i == p->skip) continue;
-    char *dst = self + i * g->self_stride;
-    const char *s = src + j * ss;
-    if (op == NK_SCATTER_ASSIGN) {
-      if (ts == td) memcpy(dst, s, es);
-      else nk_convert(ts, td, dst, s);
-    } else {
-      nk_reduce_at(op, td, dst, ts, s, &p->alpha, g->has_alpha);
-      if (count) {
-        char *c = count + i * cs;
-        nk_write_i64(c, nk_read_i64(c) + 1);
-      }
-    }
-  }
+  int64_t i;
+  for (int64_t j = 0; j < g->line_len; j++)
+    for (int64_t l = 0; l < n; l++)
+      if (!gs_index(g, off[l], j, &i)) return;
+  const bool init = g->p->op != NK_SCATTER_ASSIGN && !g->p->include_self;
+  for (int phase = init ? 0 : 1; phase < 2; phase++)
+    for (int64_t j = 0; j < g->line_len; j++)
+      for (int64_t l = 0; l < n; l++) scatter_elem(g, off[l], j, phase);
 }
 
 static void gs_range(void *arg, int64_t begin, int64_t end, int worker) {
   (void)worker;
   gs_plan *g = arg;
-  int64_t off[GS_MAX_OPS];
   for (int64_t w = begin; w < end && !nk_index_failed(&g->err); w++) {
-    int64_t line = w / g->pieces, piece = w % g->pieces;
-    line_offsets(g, line, off);
-    if (g->p->gather) {
-      int64_t j0 = piece * g->piece_len, j1 = j0 + g->piece_len;
-      gather_piece(g, off, j0, j1 < g->line_len ? j1 : g->line_len);
-    } else {
-      scatter_line(g, off);
-    }
+    if (g->dim_major) dim_major(g, w);
+    else line_major(g, w);
   }
 }
 
@@ -253,11 +287,11 @@ static void mean_loop(void *arg, int64_t n, char *const *data, const int64_t *s)
 int nk_gather_scatter_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
   gs_plan g;
   if (plan_gs(task, ctx, &g)) return -1;
-  int64_t work = g.lines * g.pieces;
+  int64_t work = g.dim_major ? (g.lines + GS_BLOCK - 1) / GS_BLOCK : g.lines * g.pieces;
   for (int d = 0; d < g.ndim; d++)
     if (g.sizes[d] == 0) work = 0;
   if (work > 0) {
-    int64_t per = g.pieces > 1 ? g.piece_len : (g.line_len > 0 ? g.line_len : 1);
+    int64_t per = g.dim_major ? GS_BLOCK * g.line_len : g.pieces > 1 ? g.piece_len : (g.line_len > 0 ? g.line_len : 1);
     int64_t grain = NK_GRAIN_ELEMENTWISE / per;
     nk_parallel_for(work, grain > 0 ? grain : 1, gs_range, &g);
   }

@@ -256,6 +256,41 @@ static void test_scatter_parallel(void) {
   tk_free(self), tk_free(src), tk_free(idx);
 }
 
+/* index_add's shape: a 1-d index expanded along dim 0 (stride 0 across
+ * columns), rows copied whole (the dim-major walk), mean without self */
+static void test_scatter_rows(void) {
+  enum { R = 7, C = 300, K = 50 };
+  double *self = tk_alloc(R * C * 8), *src = tk_alloc(K * C * 8), ref[R * C];
+  int64_t *count = tk_alloc(R * C * 8), idx[K], cnt[R] = {0};
+  for (int i = 0; i < R * C; i++) self[i] = ref[i] = i % 13;
+  for (int i = 0; i < K * C; i++) src[i] = (i * 7) % 10;
+  for (int k = 0; k < K; k++) idx[k] = (k * 5 + k / 3) % R;
+  int64_t *di = dev_copy(idx, sizeof idx);
+  int64_t ssz[2] = {R, C}, isz[2] = {K, C}, ist[2] = {1, 0};
+  nrt_operand ops[4] = {tk_operand(self, NRT_FLOAT64, 2, ssz, NULL), tk_operand(di, NRT_INT64, 2, isz, ist),
+                        tk_operand(src, NRT_FLOAT64, 2, isz, NULL), tk_operand(count, NRT_INT64, 2, ssz, NULL)};
+  nk_gather_scatter_params p = {.op = NK_SCATTER_ADD, .include_self = 1, .alpha = {2, 2}};
+  nrt_task t = gs_task(&p, 3, ops);
+  CHECK_OK(tk_run(&t));
+  for (int k = 0; k < K; k++)
+    for (int c = 0; c < C; c++) ref[idx[k] * C + c] += 2 * src[k * C + c];
+  CHECK(memcmp(self, ref, sizeof ref) == 0);
+  /* mean without self: sum of the rows scattered to r / their count */
+  nk_gather_scatter_params m = {.op = NK_SCATTER_MEAN, .include_self = 0, .alpha = {1, 1}};
+  t = gs_task(&m, 4, ops);
+  CHECK_OK(tk_run(&t));
+  for (int k = 0; k < K; k++) cnt[idx[k]]++;
+  int ok = 1;
+  for (int r = 0; r < R; r++)
+    for (int c = 0; c < C; c++) {
+      double sum = 0;
+      for (int k = 0; k < K; k++) sum += idx[k] == r ? src[k * C + c] : 0;
+      ok &= cnt[r] ? self[r * C + c] == sum / cnt[r] : self[r * C + c] == ref[r * C + c];
+    }
+  CHECK(ok);
+  tk_free(self), tk_free(src), tk_free(count), tk_free(di);
+}
+
 /* ------------------------------------------------------------------ index */
 
 static void test_index(void) {
@@ -454,6 +489,7 @@ static void tests(void) {
   test_scatter_reductions();
   test_scatter_misc();
   test_scatter_parallel();
+  test_scatter_rows();
   test_index();
   test_masked();
   test_nonzero_parallel();
