@@ -50,6 +50,12 @@ typedef enum nk_kernel_id {
   NK_KERNEL_REDUCE,   /* out(s) <- reduction of in over out's stride-0 dims */
   NK_KERNEL_SCAN,     /* out(s) <- cumulative op of in along one dim      */
   NK_KERNEL_SOFTMAX,  /* (log_)softmax forward/backward along one dim     */
+  /* index */
+  NK_KERNEL_GATHER_SCATTER, /* along one dim with an index operand (gather,
+                               scatter*, index_select/add/copy/fill)     */
+  NK_KERNEL_INDEX,          /* advanced indexing: index / index_put / take / put */
+  NK_KERNEL_MASKED,         /* masked_fill, masked_scatter, masked_select,
+                               nonzero (count and coordinates)           */
   NK_KERNEL_END
 } nk_kernel_id;
 
@@ -285,6 +291,88 @@ typedef struct nk_unary_params {
   int32_t compute; /* nrt_dtype */
   nk_scalar p[3];
 } nk_unary_params;
+/* ---------------------------------------------------------------- index
+ * Every index is checked before any memory is touched through it; an index
+ * out of range fails the task with "index I is out of bounds for dimension
+ * D with size S" (raised at the next synchronisation).  Index operands are
+ * int32 or int64. */
+
+typedef enum nk_scatter_op {
+  NK_SCATTER_ASSIGN = 0, /* dst = src (last in order wins)               */
+  NK_SCATTER_ADD,        /* dst += alpha * src (bool: or)                 */
+  NK_SCATTER_MUL,        /* dst *= src (bool: and)                        */
+  NK_SCATTER_MEAN,       /* sum, then divided by the count (floor for ints) */
+  NK_SCATTER_AMAX,       /* NaN propagates, as ATen's CPU                 */
+  NK_SCATTER_AMIN,
+  NK_SCATTER_OP_COUNT
+} nk_scatter_op;
+
+/* Along dimension `dim`, over the iteration shape of the index operand:
+ *   gather:  operands [0] out, [1] index, [2] self
+ *            out[p] = self[p with p[dim] = index[p]]
+ *   scatter: operands [0] self, [1] index, [2] src (absent with has_value),
+ *            [3] count (MEAN only: int64, self's sizes, zeroed)
+ *            self[p with p[dim] = index[p]] op= src[p] (or value)
+ * Every operand has the index's ndim (0-dim operands count as 1-d of one
+ * element); out/src have the index's sizes (larger src sizes are allowed,
+ * as ATen allows), self has sizes >= the index's in every dim but `dim`.
+ * Determinism: the work is split over the positions outside `dim` only;
+ * each such line is walked serially in index order, and two lines never
+ * write the same element, so accumulation order never depends on threads.
+ * index_select/index_add/index_copy/index_fill are this kernel with the
+ * 1-d index given stride 0 in every dim but `dim`. */
+typedef struct nk_gather_scatter_params {
+  int32_t gather;       /* 1 gather, 0 scatter                              */
+  int32_t dim;
+  int32_t op;           /* nk_scatter_op (scatter)                          */
+  int32_t has_value;    /* scatter reads `value` instead of a src operand   */
+  int32_t include_self; /* 0: touched elements start at the op's identity   */
+  int32_t wrap;         /* negative indices count from the end              */
+  int32_t has_skip;     /* elements whose index == skip are ignored (padding_idx) */
+  int32_t reserved;
+  int64_t skip;
+  nk_scalar value;
+  nk_scalar alpha;      /* ADD: dst += alpha * src                          */
+} nk_gather_scatter_params;
+
+#define NK_INDEX_MAX_INDICES 6
+
+/* ATen's advanced-index form: every operand has the iteration shape;
+ *   index: [0] out, [1] src (stride 0 in the indexed dims), [2..] indices
+ *          out[p] = *(src[p] + sum_k wrap(index_k[p]) * strides[k])
+ *   put:   [0] self (stride 0 in the indexed dims), [1] values, [2..] indices
+ *          *(self[p] + offset) = values[p]   (+= with accumulate)
+ * Negative indices wrap (index >= -size) unless nowrap; put runs serially in one fixed
+ * order so duplicates give the same result whatever the thread count. */
+typedef struct nk_index_params {
+  int32_t put;
+  int32_t accumulate;
+  int32_t n_indices;
+  int32_t nowrap; /* negative indices are out of range (index_copy) */
+  int64_t sizes[NK_INDEX_MAX_INDICES];
+  int64_t strides[NK_INDEX_MAX_INDICES]; /* bytes */
+} nk_index_params;
+
+typedef enum nk_masked_mode {
+  NK_MASKED_FILL = 0, /* [0] self, [1] mask (self's sizes): self = value where mask */
+  NK_MASKED_COUNT,    /* [0] int64 (one element), [1] x: number of x != 0          */
+  NK_MASKED_NONZERO,  /* [0] int64 (count, ndim), [1] x: coordinates of x != 0    */
+  NK_MASKED_SELECT,   /* [0] out (count), [1] mask, [2] src (mask's sizes)          */
+  NK_MASKED_SCATTER,  /* [0] self, [1] mask (self's sizes), [2] source (1-d)        */
+  NK_MASKED_MODE_COUNT
+} nk_masked_mode;
+
+/* Compactions walk their input in row-major order (as ATen's results are
+ * ordered): each fixed-size chunk is counted, then written at its prefix
+ * offset, so the result never depends on the thread count.  `count` is the
+ * number of rows/elements the output holds (from an earlier COUNT); finding
+ * more or fewer set elements fails the task. */
+typedef struct nk_masked_params {
+  int32_t mode;
+  int32_t reserved;
+  int64_t count;
+  nk_scalar value;
+} nk_masked_params;
 
 /* One Philox4x32-10 block (exposed for the tests). */
 void nk_philox4x32(uint64_t seed, uint64_t counter, uint32_t out[4]);

@@ -20,5 +20,9 @@ int nk_unary_backward_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 int nk_reduce_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 int nk_scan_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 int nk_softmax_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+/* index */
+int nk_gather_scatter_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+int nk_index_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+int nk_masked_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 
 #endif /* NK_KERNEL_ENTRIES_H */

@@ -23,6 +23,10 @@ static const struct {
     {NK_KERNEL_REDUCE, "reduce", nk_reduce_kernel},
     {NK_KERNEL_SCAN, "scan", nk_scan_kernel},
     {NK_KERNEL_SOFTMAX, "softmax", nk_softmax_kernel},
+    /* index */
+    {NK_KERNEL_GATHER_SCATTER, "gather_scatter", nk_gather_scatter_kernel},
+    {NK_KERNEL_INDEX, "index", nk_index_kernel},
+    {NK_KERNEL_MASKED, "masked", nk_masked_kernel},
 };
 
 _Static_assert(sizeof kernels / sizeof kernels[0] == NK_KERNEL_END - NK_KERNEL_COPY,
@@ -67,3 +71,14 @@ NK_PARAMS_FIT(nk_random_params);
 NK_PARAMS_FIT(nk_reduce_params);
 NK_PARAMS_FIT(nk_scan_params);
 NK_PARAMS_FIT(nk_softmax_params);
+
+/* Every kernel's params fit in nrt_task.params. */
+#define NK_PARAMS_FIT(type) _Static_assert(sizeof(type) <= NRT_PARAM_BYTES, #type " fits in nrt_task.params")
+NK_PARAMS_FIT(nk_fill_params);
+NK_PARAMS_FIT(nk_arange_params);
+NK_PARAMS_FIT(nk_linspace_params);
+NK_PARAMS_FIT(nk_binary_params);
+NK_PARAMS_FIT(nk_random_params);
+NK_PARAMS_FIT(nk_gather_scatter_params);
+NK_PARAMS_FIT(nk_index_params);
+NK_PARAMS_FIT(nk_masked_params);
