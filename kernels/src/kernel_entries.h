@@ -10,5 +10,14 @@ int nk_arange_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 int nk_linspace_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 int nk_binary_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 int nk_random_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+/* sort */
+int nk_sort_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+int nk_searchsorted_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+int nk_unique_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+int nk_bernoulli_tensor_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+int nk_multinomial_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+/* movement */
+int nk_triangle_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+int nk_pad_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 
 #endif /* NK_KERNEL_ENTRIES_H */

@@ -13,6 +13,15 @@ static const struct {
     {NK_KERNEL_LINSPACE, "linspace", nk_linspace_kernel},
     {NK_KERNEL_BINARY, "binary", nk_binary_kernel},
     {NK_KERNEL_RANDOM, "random", nk_random_kernel},
+    /* sort */
+    {NK_KERNEL_SORT, "sort", nk_sort_kernel},
+    {NK_KERNEL_SEARCHSORTED, "searchsorted", nk_searchsorted_kernel},
+    {NK_KERNEL_UNIQUE, "unique", nk_unique_kernel},
+    {NK_KERNEL_BERNOULLI_TENSOR, "bernoulli_tensor", nk_bernoulli_tensor_kernel},
+    {NK_KERNEL_MULTINOMIAL, "multinomial", nk_multinomial_kernel},
+    /* movement */
+    {NK_KERNEL_TRIANGLE, "triangle", nk_triangle_kernel},
+    {NK_KERNEL_PAD, "pad", nk_pad_kernel},
 };
 
 _Static_assert(sizeof kernels / sizeof kernels[0] == NK_KERNEL_END - NK_KERNEL_COPY,
@@ -31,5 +40,13 @@ nrt_status nk_register_kernels(void) {
 _Static_assert(sizeof(nk_fill_params) <= NRT_PARAM_BYTES && sizeof(nk_arange_params) <= NRT_PARAM_BYTES &&
                    sizeof(nk_linspace_params) <= NRT_PARAM_BYTES &&
                    sizeof(nk_binary_params) <= NRT_PARAM_BYTES &&
-                   sizeof(nk_random_params) <= NRT_PARAM_BYTES,
+                   sizeof(nk_random_params) <= NRT_PARAM_BYTES &&
+                   /* sort */
+                   sizeof(nk_sort_params) <= NRT_PARAM_BYTES &&
+                   sizeof(nk_searchsorted_params) <= NRT_PARAM_BYTES &&
+                   sizeof(nk_philox_params) <= NRT_PARAM_BYTES &&
+                   sizeof(nk_multinomial_params) <= NRT_PARAM_BYTES &&
+                   /* movement */
+                   sizeof(nk_triangle_params) <= NRT_PARAM_BYTES &&
+                   sizeof(nk_pad_params) <= NRT_PARAM_BYTES,
                "kernel params fit in nrt_task.params");
