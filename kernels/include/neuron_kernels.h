@@ -56,6 +56,15 @@ typedef enum nk_kernel_id {
   NK_KERNEL_INDEX,          /* advanced indexing: index / index_put / take / put */
   NK_KERNEL_MASKED,         /* masked_fill, masked_scatter, masked_select,
                                nonzero (count and coordinates)           */
+  /* sort */
+  NK_KERNEL_SORT,         /* values, indices <- first k of each slice, sorted */
+  NK_KERNEL_SEARCHSORTED, /* out <- insertion points of values in boundaries  */
+  NK_KERNEL_UNIQUE,       /* runs of equal values: unique, inverse, counts    */
+  NK_KERNEL_BERNOULLI_TENSOR, /* out <- 1 with probability p[i] (Philox)      */
+  NK_KERNEL_MULTINOMIAL,  /* out <- category samples of each row of probs     */
+  /* movement */
+  NK_KERNEL_TRIANGLE,     /* out <- tril/triu(in, diagonal)                   */
+  NK_KERNEL_PAD,          /* out <- reflection/replication pad of in          */
   NK_KERNEL_END
 } nk_kernel_id;
 
@@ -373,6 +382,81 @@ typedef struct nk_masked_params {
   int64_t count;
   nk_scalar value;
 } nk_masked_params;
+/* sort ------------------------------------------------------------------
+ *
+ * NK_KERNEL_SORT: operands [0] values, [1] indices (int64), [2] in.  Each
+ * slice of `in` along `dim` is sorted stably (ascending, or descending);
+ * values and indices get the first k sorted elements of the slice (their
+ * size along dim is k, the other sizes are in's).  NaN sorts as the largest
+ * value (last ascending, first descending), -0.0 equals 0.0, equal keys keep
+ * their order, as ATen's stable sort.  Values are copied as raw bytes.
+ * k == size along dim is a full sort (sort), k < size is topk. */
+typedef struct nk_sort_params {
+  int32_t dim;
+  int32_t descending;
+  int64_t k;
+} nk_sort_params;
+
+/* NK_KERNEL_SEARCHSORTED: operands [0] out (int64 or int32, values' shape),
+ * [1] values, [2] boundaries (same dtype as values), optional [3] sorter
+ * (int64, boundaries' shape).  boundaries is 1-d (shared by every value) or
+ * has values' leading dims and the sequence in its last dim.  out is the
+ * first position i with !(b[i] < v) (left) or !(b[i] <= v) (right), ATen's
+ * comparisons, so NaN behaves as in ATen. */
+typedef struct nk_searchsorted_params {
+  int32_t right;
+  int32_t reserved;
+} nk_searchsorted_params;
+
+/* NK_KERNEL_UNIQUE: operands [0] unique values (1-d, n), [1] inverse (int64,
+ * n), [2] counts (int64, n), [3] number of runs (int64, 0-dim), [4] in (1-d,
+ * n, in run order: sorted for unique, as given for unique_consecutive),
+ * optional [5] perm (int64, n): in[i] came from position perm[i], so
+ * inverse[perm[i]] = run of i (without perm, inverse[i]).  Runs are maximal
+ * sequences of equal values (==, so NaNs never join).  Only the first
+ * `number of runs` entries of unique/counts are written. */
+
+/* NK_KERNEL_BERNOULLI_TENSOR: operands [0] out, [1] p (out's shape, float
+ * dtype, broadcast by stride 0).  Element i (row-major) draws Philox block
+ * offset/4 + i: out = (53-bit uniform < p).  p outside [0, 1] is an error. */
+typedef struct nk_philox_params {
+  uint64_t seed, offset;
+} nk_philox_params;
+
+/* NK_KERNEL_MULTINOMIAL: operands [0] out (int64, rows x n_sample), [1]
+ * probs (rows x categories, floating).  With replacement: sample s of row r
+ * draws block offset/4 + r * n_sample + s and inverts the row's cumulative
+ * distribution; without: category j of row r draws block offset/4 +
+ * r * categories + j, an Exp(1) variate q, and the row's n_sample largest
+ * p/q are taken (the exponential race, as ATen).  Rows with a negative,
+ * non-finite or all-zero probability are errors. */
+typedef struct nk_multinomial_params {
+  uint64_t seed, offset;
+  int32_t replacement;
+  int32_t reserved;
+} nk_multinomial_params;
+
+/* movement --------------------------------------------------------------
+ *
+ * NK_KERNEL_TRIANGLE: operands [0] out, [1] in (same shape, ndim >= 2; may
+ * be the same memory).  Element (..., i, j) is kept when j - i <= diagonal
+ * (lower) or j - i >= diagonal (upper), else zero. */
+typedef struct nk_triangle_params {
+  int64_t diagonal;
+  int32_t upper;
+  int32_t reserved;
+} nk_triangle_params;
+
+/* NK_KERNEL_PAD: operands [0] out, [1] in (same dtype and ndim; the last
+ * `nd` (1..3) dims padded, the others equal).  Output index o of padded dim
+ * d reads input index o - before[d'] (d' = d - (ndim - nd)), mapped back
+ * into [0, n): reflected (-1 -> 1, n -> n - 2) or clamped (replicate). */
+typedef enum nk_pad_mode { NK_PAD_REFLECT = 0, NK_PAD_REPLICATE, NK_PAD_MODE_COUNT } nk_pad_mode;
+typedef struct nk_pad_params {
+  int32_t mode; /* nk_pad_mode */
+  int32_t nd;
+  int64_t before[3];
+} nk_pad_params;
 
 /* One Philox4x32-10 block (exposed for the tests). */
 void nk_philox4x32(uint64_t seed, uint64_t counter, uint32_t out[4]);

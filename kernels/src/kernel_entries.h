@@ -24,5 +24,14 @@ int nk_softmax_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 int nk_gather_scatter_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 int nk_index_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 int nk_masked_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+/* sort */
+int nk_sort_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+int nk_searchsorted_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+int nk_unique_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+int nk_bernoulli_tensor_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+int nk_multinomial_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+/* movement */
+int nk_triangle_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+int nk_pad_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 
 #endif /* NK_KERNEL_ENTRIES_H */

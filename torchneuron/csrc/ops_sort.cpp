@@ -1,0 +1,423 @@
+// ops_sort.cpp — the sort family: sort (stable/unstable, descending; and so
+// argsort, msort), topk, searchsorted, bucketize, unique (_unique2, _unique,
+// unique_consecutive), multinomial, bernoulli_ with a tensor p,
+// native_dropout and native_dropout_backward.
+//
+// sort and topk are ATen structured ops: their meta functions (shape, dtype
+// and argument checks, out= resizing) run through structured.h's output
+// classes, and the impls here launch NK_KERNEL_SORT (k = the dim's size for
+// sort, k for topk).  The others are device-specific in ATen (searchsorted_cpu,
+// _unique2_cpu, ...): their glue here uses ATen's own check helpers
+// (BucketizationUtils.h) or the CPU's messages, so errors read the same.
+//
+// unique's output size depends on the data: the kernels sort (for unique)
+// and count runs on the device, and the glue reads the run count back (one
+// synchronisation, as CUDA's unique does).
+//
+// Random ops draw from the neuron generator (Philox, counter based): results
+// depend on the seed and the call sequence only.  native_dropout is
+// bernoulli_(1 - p) into a mask and two multiplications, as ATen's CPU does.
+#include <ATen/ExpandUtils.h>
+#include <ATen/WrapDimUtils.h>
+#include <ATen/native/BucketizationUtils.h>
+#include <ATen/native/DistributionTemplates.h>
+#include <ATen/native/Resize.h>
+#include <ATen/ops/sort_meta.h>
+#include <ATen/ops/topk_meta.h>
+#include <torch/library.h>
+
+#include <tuple>
+
+#include "fallback.h"
+#include "generator.h"
+#include "launch.h"
+#include "ops.h"
+#include "structured.h"
+
+namespace torchneuron {
+namespace {
+
+using at::Tensor;
+using structured::Functional;
+using structured::Out;
+
+// The whole result stack of the CPU fallback (run_on_cpu keeps the first).
+torch::jit::Stack fallback_stack(const char* name, const char* overload, torch::jit::Stack args) {
+  const c10::OperatorHandle op = c10::Dispatcher::singleton().findSchemaOrThrow(name, overload);
+  cpu_fallback(op, &args);
+  return args;
+}
+
+void describe_or_fail(const at::TensorBase& t, nrt_operand* op, const char* what) {
+  TORCH_CHECK(describe(t, op), what, " on neuron: tensor of dtype ", t.scalar_type(), " with ",
+              t.dim(), " dims is not supported (at most ", NRT_MAX_DIMS, ")");
+}
+
+// values, indices <- the first k of each slice of self along dim, sorted.
+void launch_sort(const Tensor& self, const Tensor& values, const Tensor& indices, int64_t dim,
+                 bool descending, int64_t k, const char* name) {
+  if (self.numel() == 0 || k == 0) return;
+  Task task(NK_KERNEL_SORT, name, 3);
+  describe_or_fail(values, task.operand(0), name);
+  describe_or_fail(indices, task.operand(1), name);
+  describe_or_fail(self, task.operand(2), name);
+  auto* p = task.params<nk_sort_params>();
+  p->dim = static_cast<int32_t>(dim);
+  p->descending = descending;
+  p->k = k;
+  launch(self.device().index(), task);
+}
+
+// ---- sort -------------------------------------------------------------------
+
+struct SortOp : at::meta::structured_sort_stable {
+  void impl(const Tensor& self, std::optional<bool> /*stable*/, int64_t dim, bool descending,
+            const Tensor& values, const Tensor& indices) {
+    // Always stable: equal keys keep their order, a valid unstable sort too.
+    if (self.dim() == 0 && self.numel() == 1) {
+      values.copy_(self);
+      indices.zero_();
+      return;
+    }
+    dim = at::maybe_wrap_dim(dim, self.dim());
+    launch_sort(self, values, indices, dim, descending, self.size(dim), "aten::sort");
+  }
+};
+
+std::tuple<Tensor, Tensor> sort_stable(const Tensor& self, std::optional<bool> stable, int64_t dim,
+                                       bool descending) {
+  if (!is_native_dtype(self.scalar_type())) {
+    auto s = fallback_stack("aten::sort", "stable", {self, stable, dim, descending});
+    return {s[0].toTensor(), s[1].toTensor()};
+  }
+  Functional<SortOp, 2> op;
+  op.meta(self, stable, dim, descending);
+  op.impl(self, stable, dim, descending, op.output(0), op.output(1));
+  return {std::move(op.outputs_[0]), std::move(op.outputs_[1])};
+}
+
+std::tuple<Tensor&, Tensor&> sort_values_stable(const Tensor& self, std::optional<bool> stable,
+                                                int64_t dim, bool descending, Tensor& values,
+                                                Tensor& indices) {
+  if (!is_native_dtype(self.scalar_type()) || !is_native_dtype(values.scalar_type())) {
+    fallback_stack("aten::sort", "values_stable", {self, stable, dim, descending, values, indices});
+    return {values, indices};
+  }
+  Out<SortOp, 2> op(values, indices);
+  op.meta(self, stable, dim, descending);
+  op.impl(self, stable, dim, descending, op.output(0), op.output(1));
+  op.copy_back();
+  return {values, indices};
+}
+
+// ---- topk -------------------------------------------------------------------
+
+struct TopkOp : at::meta::structured_topk {
+  void impl(const Tensor& self, int64_t k, int64_t dim_, bool largest, bool /*sorted*/,
+            const Tensor& values, const Tensor& indices) {
+    const int64_t dim = at::maybe_wrap_dim(dim_, self.dim(), /*wrap_scalar=*/true);
+    TORCH_CHECK(k >= 0 && k <= (self.dim() > 0 ? self.size(dim) : 1), "selected index k out of range");
+    if (self.dim() == 0 && self.numel() == 1) {
+      values.copy_(self);
+      indices.zero_();
+      return;
+    }
+    // Always sorted (a valid order for sorted=False); ties in index order.
+    launch_sort(self, values, indices, dim, largest, k, "aten::topk");
+  }
+};
+
+std::tuple<Tensor, Tensor> topk(const Tensor& self, int64_t k, int64_t dim, bool largest, bool sorted) {
+  if (!is_native_dtype(self.scalar_type())) {
+    auto s = fallback_stack("aten::topk", "", {self, k, dim, largest, sorted});
+    return {s[0].toTensor(), s[1].toTensor()};
+  }
+  Functional<TopkOp, 2> op;
+  op.meta(self, k, dim, largest, sorted);
+  op.impl(self, k, dim, largest, sorted, op.output(0), op.output(1));
+  return {std::move(op.outputs_[0]), std::move(op.outputs_[1])};
+}
+
+std::tuple<Tensor&, Tensor&> topk_values(const Tensor& self, int64_t k, int64_t dim, bool largest,
+                                         bool sorted, Tensor& values, Tensor& indices) {
+  if (!is_native_dtype(self.scalar_type()) || !is_native_dtype(values.scalar_type())) {
+    fallback_stack("aten::topk", "values", {self, k, dim, largest, sorted, values, indices});
+    return {values, indices};
+  }
+  Out<TopkOp, 2> op(values, indices);
+  op.meta(self, k, dim, largest, sorted);
+  op.impl(self, k, dim, largest, sorted, op.output(0), op.output(1));
+  op.copy_back();
+  return {values, indices};
+}
+
+// ---- searchsorted / bucketize ----------------------------------------------
+
+// ATen's searchsorted_out_cpu, with the sorter's range checked by the kernel
+// (ATen's pre-check reduces the sorter on the host).
+Tensor& searchsorted_out(const Tensor& sorted_sequence, const Tensor& self, bool out_int32,
+                         bool right, std::optional<std::string_view> side_opt,
+                         const std::optional<Tensor>& sorter_opt, Tensor& result) {
+  const Tensor sorter = sorter_opt.has_value() ? *sorter_opt : Tensor();
+  at::native::searchsorted_pre_check(sorted_sequence, self, result, out_int32, right, side_opt, Tensor());
+  if (sorter.defined()) {
+    TORCH_CHECK(sorter.device() == sorted_sequence.device(), "torch.searchsorted(): sorter and boundary tensors should ",
+      "have same device type, but got sorter tensor device type ", sorter.device(), " and input value tensor ",
+      "device type ", sorted_sequence.device());
+    TORCH_CHECK(sorter.sizes() == sorted_sequence.sizes(), "torch.searchsorted(): boundary and sorter must have the same "
+      "size, but got boundary tensor ", sorted_sequence.sizes(), "and got sorter tensor ", sorter.sizes());
+    TORCH_CHECK(sorter.scalar_type() == at::ScalarType::Long, "torch.searchsorted(): sorter must be a tensor of long ",
+      "dtype but got dtype ", sorter.scalar_type());
+  }
+  at::native::resize_output(result, self.sizes());
+  const bool is_right = side_opt ? *side_opt == "right" : right;
+  if (self.numel() == 0) return result;
+  Tensor input = self, bounds = sorted_sequence;
+  if (self.scalar_type() != sorted_sequence.scalar_type()) {
+    at::native::ResultTypeState state = {};
+    state = at::native::update_result_type_state(sorted_sequence, state);
+    state = at::native::update_result_type_state(self, state);
+    const auto common = at::native::result_type(state);
+    input = self.to(common);
+    bounds = sorted_sequence.to(common);
+  }
+  if (!is_native_dtype(input.scalar_type())) {
+    torch::jit::Stack args{sorted_sequence, self, out_int32, right};
+    args.emplace_back(side_opt ? c10::IValue(std::string(*side_opt)) : c10::IValue());
+    args.emplace_back(sorter_opt);
+    args.emplace_back(result);
+    run_on_cpu("aten::searchsorted", "Tensor_out", std::move(args));
+    return result;
+  }
+  Task task(NK_KERNEL_SEARCHSORTED, "aten::searchsorted", sorter.defined() ? 4 : 3);
+  describe_or_fail(result, task.operand(0), "searchsorted");
+  describe_or_fail(input, task.operand(1), "searchsorted");
+  describe_or_fail(bounds, task.operand(2), "searchsorted");
+  if (sorter.defined()) describe_or_fail(sorter, task.operand(3), "searchsorted");
+  task.params<nk_searchsorted_params>()->right = is_right;
+  launch(self.device().index(), task);
+  return result;
+}
+
+Tensor searchsorted_tensor(const Tensor& sorted_sequence, const Tensor& self, bool out_int32, bool right,
+                    std::optional<std::string_view> side, const std::optional<Tensor>& sorter) {
+  Tensor result = at::empty({0}, self.options().dtype(out_int32 ? at::kInt : at::kLong));
+  searchsorted_out(sorted_sequence, self, out_int32, right, side, sorter, result);
+  return result;
+}
+
+Tensor searchsorted_scalar(const Tensor& sorted_sequence, const c10::Scalar& self, bool out_int32,
+                           bool right, std::optional<std::string_view> side,
+                           const std::optional<Tensor>& sorter) {
+  return searchsorted_tensor(sorted_sequence,
+                      at::native::searchsorted_scalar_tensor(self, sorted_sequence.device()),
+                      out_int32, right, side, sorter);
+}
+
+Tensor& bucketize_out(const Tensor& self, const Tensor& boundaries, bool out_int32, bool right,
+                      Tensor& result) {
+  TORCH_CHECK(boundaries.dim() == 1, "boundaries tensor must be 1 dimension, but got dim(",
+              boundaries.dim(), ")");
+  return searchsorted_out(boundaries, self, out_int32, right, std::nullopt, std::nullopt, result);
+}
+
+Tensor bucketize_tensor(const Tensor& self, const Tensor& boundaries, bool out_int32, bool right) {
+  Tensor result = at::empty({0}, self.options().dtype(out_int32 ? at::kInt : at::kLong));
+  bucketize_out(self, boundaries, out_int32, right, result);
+  return result;
+}
+
+Tensor bucketize_scalar(const c10::Scalar& self, const Tensor& boundaries, bool out_int32, bool right) {
+  return bucketize_tensor(at::native::searchsorted_scalar_tensor(self, boundaries.device()), boundaries,
+                   out_int32, right);
+}
+
+// ---- unique -----------------------------------------------------------------
+
+// Runs of `run_order` (1-d): unique values, inverse (through perm when
+// given), counts; the run count is read back.
+std::tuple<Tensor, Tensor, Tensor> unique_runs(const Tensor& self, const Tensor& run_order,
+                                               const Tensor& perm, bool return_inverse,
+                                               bool return_counts) {
+  const int64_t n = run_order.numel();
+  const auto long_opts = self.options().dtype(at::kLong);
+  Tensor uniq = at::empty({n}, self.options());
+  Tensor inverse = at::empty({n}, long_opts);
+  Tensor counts = at::empty({n}, long_opts);
+  Tensor num = at::empty({}, long_opts);
+  Task task(NK_KERNEL_UNIQUE, "aten::unique", perm.defined() ? 6 : 5);
+  describe_or_fail(uniq, task.operand(0), "unique");
+  describe_or_fail(inverse, task.operand(1), "unique");
+  describe_or_fail(counts, task.operand(2), "unique");
+  describe_or_fail(num, task.operand(3), "unique");
+  describe_or_fail(run_order, task.operand(4), "unique");
+  if (perm.defined()) describe_or_fail(perm, task.operand(5), "unique");
+  launch(self.device().index(), task);
+  const int64_t runs = num.item<int64_t>();
+  return {uniq.narrow(0, 0, runs),
+          return_inverse ? inverse.view(self.sizes()) : at::empty({0}, long_opts),
+          return_counts ? counts.narrow(0, 0, runs) : at::empty({0}, long_opts)};
+}
+
+std::tuple<Tensor, Tensor, Tensor> unique2(const Tensor& self, bool sorted, bool return_inverse,
+                                           bool return_counts) {
+  if (!is_native_dtype(self.scalar_type())) {
+    auto s = fallback_stack("aten::_unique2", "", {self, sorted, return_inverse, return_counts});
+    return {s[0].toTensor(), s[1].toTensor(), s[2].toTensor()};
+  }
+  const auto long_opts = self.options().dtype(at::kLong);
+  if (self.numel() == 0) {
+    return {at::empty({0}, self.options()),
+            return_inverse ? at::empty(self.sizes(), long_opts) : at::empty({0}, long_opts),
+            at::empty({0}, long_opts)};
+  }
+  // Always sorted, as ATen's CPU unique.
+  const Tensor flat = self.reshape({-1});
+  const int64_t n = flat.numel();
+  Tensor values = at::empty({n}, self.options());
+  Tensor perm = at::empty({n}, long_opts);
+  launch_sort(flat, values, perm, 0, false, n, "aten::unique");
+  return unique_runs(self, values, perm, return_inverse, return_counts);
+}
+
+std::tuple<Tensor, Tensor> unique(const Tensor& self, bool sorted, bool return_inverse) {
+  auto [u, inv, counts] = unique2(self, sorted, return_inverse, false);
+  return {u, inv};
+}
+
+std::tuple<Tensor, Tensor, Tensor> unique_consecutive(const Tensor& self, bool return_inverse,
+                                                      bool return_counts, std::optional<int64_t> dim) {
+  const bool flat_case = !dim.has_value() || (dim.value() == 0 && self.dim() == 1);
+  if (!flat_case || !is_native_dtype(self.scalar_type())) {
+    auto s = fallback_stack("aten::unique_consecutive", "", {self, return_inverse, return_counts, dim});
+    return {s[0].toTensor(), s[1].toTensor(), s[2].toTensor()};
+  }
+  const auto long_opts = self.options().dtype(at::kLong);
+  if (self.numel() == 0) {
+    return {at::empty({0}, self.options()),
+            return_inverse ? at::empty(self.sizes(), long_opts) : at::empty({0}, long_opts),
+            at::empty({0}, long_opts)};
+  }
+  return unique_runs(self, self.reshape({-1}), Tensor(), return_inverse, return_counts);
+}
+
+// ---- random -----------------------------------------------------------------
+
+template <typename RNG>
+struct BernoulliTensorStub {
+  void operator()(const Tensor& self, const Tensor& p_, std::optional<at::Generator> gen) {
+    TORCH_CHECK(is_native_dtype(self.scalar_type()) && is_native_dtype(p_.scalar_type()),
+                "bernoulli_ on neuron does not support ", self.scalar_type(), " / ", p_.scalar_type());
+    Tensor p = p_.device() == self.device() ? p_ : p_.to(self.device());
+    p = *at::expand_inplace(self, p);
+    if (self.numel() == 0) return;
+    Task task(NK_KERNEL_BERNOULLI_TENSOR, "aten::bernoulli_", 2);
+    describe_or_fail(self, task.operand(0), "bernoulli_");
+    describe_or_fail(p, task.operand(1), "bernoulli_");
+    const PhiloxState st = philox_reserve(gen, self.device().index(), 4 * static_cast<uint64_t>(self.numel()));
+    auto* prm = task.params<nk_philox_params>();
+    prm->seed = st.seed;
+    prm->offset = st.offset;
+    launch(self.device().index(), task);
+  }
+};
+
+Tensor& bernoulli_tensor_(Tensor& self, const Tensor& p, std::optional<at::Generator> gen) {
+  return at::native::templates::bernoulli_impl_<BernoulliTensorStub, NeuronGeneratorImpl>(self, p, gen);
+}
+
+Tensor& bernoulli_out(const Tensor& self, std::optional<at::Generator> gen, Tensor& result) {
+  return at::native::templates::bernoulli_out_impl<BernoulliTensorStub, NeuronGeneratorImpl>(result, self, gen);
+}
+
+// ATen's multinomial checks; both modes are one kernel launch (see
+// sort_random.c), the probability checks run there.
+Tensor& multinomial_out(const Tensor& self, int64_t n_sample, bool with_replacement,
+                        std::optional<at::Generator> gen, Tensor& result) {
+  TORCH_CHECK(result.device() == self.device(), "multinomial arguments must have the same device");
+  TORCH_CHECK(self.dim() > 0 && self.dim() <= 2, "prob_dist must be 1 or 2 dim");
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()),
+              "multinomial only supports floating-point dtypes for input, got: ", self.scalar_type());
+  TORCH_CHECK(result.scalar_type() == at::ScalarType::Long,
+              "multinomial expects Long tensor out, got: ", result.scalar_type());
+  TORCH_CHECK(n_sample > 0, "cannot sample n_sample <= 0 samples");
+  const int64_t n_categories = self.size(-1);
+  TORCH_CHECK(with_replacement || (n_sample <= n_categories),
+              "cannot sample n_sample > prob_dist.size(-1) samples without replacement");
+  TORCH_CHECK(n_categories <= (int64_t{1} << 24), "number of categories cannot exceed 2^24");
+  if (self.dim() == 1) {
+    result.resize_({n_sample});
+  } else {
+    result.resize_({self.size(0), n_sample});
+  }
+  if (!is_native_dtype(self.scalar_type())) {
+    run_on_cpu("aten::multinomial", "out", {self, n_sample, with_replacement, gen, result});
+    return result;
+  }
+  if (result.numel() == 0) return result;
+  const int64_t rows = self.dim() == 2 ? self.size(0) : 1;
+  Task task(NK_KERNEL_MULTINOMIAL, "aten::multinomial", 2);
+  describe_or_fail(result, task.operand(0), "multinomial");
+  describe_or_fail(self, task.operand(1), "multinomial");
+  const uint64_t blocks = static_cast<uint64_t>(rows) *
+                          static_cast<uint64_t>(with_replacement ? n_sample : n_categories);
+  const PhiloxState st = philox_reserve(gen, self.device().index(), 4 * blocks);
+  auto* p = task.params<nk_multinomial_params>();
+  p->seed = st.seed;
+  p->offset = st.offset;
+  p->replacement = with_replacement;
+  launch(self.device().index(), task);
+  return result;
+}
+
+Tensor multinomial(const Tensor& self, int64_t n_sample, bool with_replacement,
+                   std::optional<at::Generator> gen) {
+  Tensor result = at::empty({0}, self.options().dtype(at::kLong));
+  multinomial_out(self, n_sample, with_replacement, std::move(gen), result);
+  return result;
+}
+
+// ATen's native_dropout_cpu: the mask is bernoulli(1 - p) (bool), the output
+// input * mask * 1/(1 - p).
+std::tuple<Tensor, Tensor> native_dropout(const Tensor& input, double p, std::optional<bool> train) {
+  if (input.numel() == 0) return {input, at::empty_like(input, input.options())};
+  if (train.has_value() && !*train) {
+    return {input.clone(), at::ones_like(input, input.options().dtype(at::kBool))};
+  }
+  const double p1m = 1. - p;
+  const double scale = p1m == 0 ? 0. : 1. / p1m;
+  Tensor mask = at::empty_like(input, input.options().dtype(at::kBool), at::MemoryFormat::Contiguous);
+  mask.bernoulli_(p1m);
+  Tensor output = input.mul(mask).mul_(scale);
+  return {output, mask};
+}
+
+Tensor native_dropout_backward(const Tensor& grad_output, const Tensor& mask, double scale) {
+  return grad_output.mul(mask).mul(scale);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("sort.stable", TORCH_FN(sort_stable));
+  m.impl("sort.values_stable", TORCH_FN(sort_values_stable));
+  m.impl("topk", TORCH_FN(topk));
+  m.impl("topk.values", TORCH_FN(topk_values));
+  m.impl("searchsorted.Tensor", TORCH_FN(searchsorted_tensor));
+  m.impl("searchsorted.Tensor_out", TORCH_FN(searchsorted_out));
+  m.impl("searchsorted.Scalar", TORCH_FN(searchsorted_scalar));
+  m.impl("bucketize.Tensor", TORCH_FN(bucketize_tensor));
+  m.impl("bucketize.Tensor_out", TORCH_FN(bucketize_out));
+  m.impl("bucketize.Scalar", TORCH_FN(bucketize_scalar));
+  m.impl("_unique2", TORCH_FN(unique2));
+  m.impl("_unique", TORCH_FN(unique));
+  m.impl("unique_consecutive", TORCH_FN(unique_consecutive));
+  m.impl("bernoulli_.Tensor", TORCH_FN(bernoulli_tensor_));
+  m.impl("bernoulli.out", TORCH_FN(bernoulli_out));
+  m.impl("multinomial", TORCH_FN(multinomial));
+  m.impl("multinomial.out", TORCH_FN(multinomial_out));
+  m.impl("native_dropout", TORCH_FN(native_dropout));
+  m.impl("native_dropout_backward", TORCH_FN(native_dropout_backward));
+}
+
+}  // namespace torchneuron
