@@ -32,6 +32,7 @@ typedef struct pw_plan {
   nk_scalar s0, s1;
   int bits;          /* compute's width: the shifts' limit */
   int zero_division; /* set (atomically) by the loops */
+  uint64_t scalars[3]; /* broadcast scalar inputs, converted (hoist_scalars) */
 } pw_plan;
 
 /* What each op accepts: its inputs and the compute classes it is defined
@@ -327,6 +328,10 @@ NK_INLINE void same_row(pw_plan *p, nk_pointwise_op op, nrt_dtype t, int64_t n,
   case NK_PW_CLAMP_MAX_SCALAR: same_row(p, NK_PW_CLAMP_MAX_SCALAR, T, n, data, s); break;  \
   case NK_PW_ADDCMUL: same_row(p, NK_PW_ADDCMUL, T, n, data, s); break;                    \
   case NK_PW_LERP_SCALAR: same_row(p, NK_PW_LERP_SCALAR, T, n, data, s); break;            \
+  case NK_PW_POW_SCALAR: same_row(p, NK_PW_POW_SCALAR, T, n, data, s); break;              \
+  case NK_PW_CLAMP: same_row(p, NK_PW_CLAMP, T, n, data, s); break;                        \
+  case NK_PW_LERP: same_row(p, NK_PW_LERP, T, n, data, s); break;                          \
+  case NK_PW_ADDCDIV: same_row(p, NK_PW_ADDCDIV, T, n, data, s); break;                    \
   default: mixed_loop(p, n, data, s); break;                                               \
   }
 
@@ -369,6 +374,23 @@ static int plan_pointwise(const nrt_task *task, nrt_exec_ctx *ctx, pw_plan *p) {
   return 0;
 }
 
+/* An input that is one element broadcast everywhere (a Python number,
+ * usually a double) is converted to the compute dtype once, so `x > 0.5`
+ * runs the same-dtype loop. */
+static void hoist_scalars(pw_plan *p, nrt_operand *ops) {
+  if (p->op == NK_PW_WHERE) return;
+  for (int k = 0; k < p->n_inputs; k++) {
+    nrt_operand *op = &ops[k + 1];
+    bool scalar = op->dtype != (int32_t)p->compute;
+    for (int d = 0; d < op->ndim && scalar; d++) scalar = op->strides[d] == 0 && op->sizes[d] > 0;
+    if (!scalar) continue;
+    nk_convert(p->in[k], p->compute, &p->scalars[k], op->data);
+    op->data = &p->scalars[k];
+    op->dtype = p->compute;
+    p->in[k] = p->compute;
+  }
+}
+
 static bool all_same(const pw_plan *p) {
   const nrt_dtype want_out = pw_is_predicate(p->op) ? NRT_BOOL : p->compute;
   if (p->out != want_out) return false;
@@ -391,8 +413,11 @@ int nk_pointwise_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
                   (int)task->n_operands, plan.n_inputs + 1);
     return -1;
   }
+  nrt_operand ops[4];
+  memcpy(ops, task->operands, sizeof ops[0] * (size_t)task->n_operands);
+  hoist_scalars(&plan, ops);
   nk_loop_fn loop = plan.op == NK_PW_WHERE ? where_loop : all_same(&plan) ? same_loop : mixed_loop;
-  nk_for_each(task->operands, task->n_operands, loop, &plan);
+  nk_for_each(ops, task->n_operands, loop, &plan);
   if (__atomic_load_n(&plan.zero_division, __ATOMIC_RELAXED)) {
     nrt_exec_fail(ctx, "ZeroDivisionError (integer %s by zero)", pw_ops[plan.op].name);
     return -1;
