@@ -419,3 +419,31 @@ def test_autograd(name):
     assert len(grads_dev) == len(grads_cpu)
     for g_dev, g_cpu in zip(grads_dev, grads_cpu):
         assert_same(g_dev, g_cpu)
+
+
+def test_composites_built_on_these_ops_are_native():
+    a, b = make((4, 5), torch.float32, seed=1), make((4, 5), torch.float32, seed=2)
+    compare(torch.max, a, b)                      # max.other -> maximum
+    compare(torch.min, a, b)
+    compare(torch.square, a)
+    compare(torch.float_power, a.abs(), 2)
+    compare(torch.clip, a, -1, 1)
+    compare(torch.true_divide, a, b)
+    compare(torch.greater_equal, a, b)
+    compare(lambda x, y: (x > 0) & (y < 0) | (x == y), a, b)
+    compare(lambda x: x % 3, make((4, 5), torch.int64))
+    compare(lambda x: 2 ** x, make((4, 5), torch.int64, 0, 8))
+    compare(lambda x: x // 2.5, a)
+
+
+def test_dtypes_the_device_lacks_fall_back_to_the_cpu():
+    a = torch.randn(3, 4, dtype=torch.complex64)
+    with fallback_mode("silent"):
+        reset_fallback_stats()
+        assert_same(torch.eq(a.to(DEV), a.to(DEV)), torch.eq(a, a))
+        assert_same(torch.where(a.real > 0, a, a * 2).to(DEV), torch.where(a.real > 0, a, a * 2))
+        assert_same(torch.where((a.real > 0).to(DEV), a.to(DEV), a.to(DEV)),
+                    torch.where(a.real > 0, a, a))
+        assert_same(torch.pow(a.to(DEV), 2), torch.pow(a, 2), rtol=1e-5, atol=1e-5)
+        stats = fallback_stats()
+    assert any("eq" in op for op in stats) and any("where" in op for op in stats), stats
