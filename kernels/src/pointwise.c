@@ -241,37 +241,38 @@ static void mixed_loop(void *ctx, int64_t n, char *const *data, const int64_t *s
             c + i * sc);
 }
 
-/* where with b, c and out of one dtype: a select of `size`-byte elements
- * (constant in each instantiation; contiguous rows vectorise). */
-NK_INLINE void where_same(int64_t size, nrt_dtype tc, int64_t n, char *const *data,
-                          const int64_t *s) {
-  char *o = data[0];
-  const char *c = data[1], *a = data[2], *b = data[3];
-  const int64_t so = s[0], sc = s[1], sa = s[2], sb = s[3];
-  if (tc == NRT_BOOL && so == size && sc == 1 && sa == size && sb == size) {
-    for (int64_t i = 0; i < n; i++) {
-      uint64_t x = 0, y = 0;
-      memcpy(&x, a + i * size, (size_t)size);
-      memcpy(&y, b + i * size, (size_t)size);
-      x = c[i] ? x : y;
-      memcpy(o + i * size, &x, (size_t)size);
-    }
-    return;
+/* where with b, c and out of one dtype: a select of elements of one width
+ * (an integer type of that size); contiguous rows with a bool condition
+ * vectorise. */
+#define PW_WHERE_ROW(NAME, U, READ, WRITE)                                                 \
+  static void NAME(nrt_dtype tc, int64_t n, char *const *data, const int64_t *s) {         \
+    char *o = data[0];                                                                     \
+    const char *c = data[1], *a = data[2], *b = data[3];                                   \
+    const int64_t es = (int64_t)sizeof(U);                                                 \
+    if (tc == NRT_BOOL && s[0] == es && s[1] == 1 && s[2] == es && s[3] == es) {           \
+      for (int64_t i = 0; i < n; i++) {                                                    \
+        U x = READ(a + i * es), y = READ(b + i * es);                                      \
+        WRITE(o + i * es, c[i] ? x : y);                                                   \
+      }                                                                                    \
+      return;                                                                              \
+    }                                                                                      \
+    for (int64_t i = 0; i < n; i++)                                                        \
+      WRITE(o + i * s[0], READ(nk_load_bool(tc, c + i * s[1]) ? a + i * s[2] : b + i * s[3])); \
   }
-  for (int64_t i = 0; i < n; i++) {
-    const char *src = nk_load_bool(tc, c + i * sc) ? a + i * sa : b + i * sb;
-    memcpy(o + i * so, src, (size_t)size);
-  }
-}
+PW_WHERE_ROW(where_row8, uint8_t, nk_read_u8, nk_write_u8)
+PW_WHERE_ROW(where_row16, uint16_t, nk_read_u16, nk_write_u16)
+PW_WHERE_ROW(where_row32, int32_t, nk_read_i32, nk_write_i32)
+PW_WHERE_ROW(where_row64, int64_t, nk_read_i64, nk_write_i64)
+#undef PW_WHERE_ROW
 
 static void where_loop(void *ctx, int64_t n, char *const *data, const int64_t *s) {
   const pw_plan *p = ctx;
   if (p->in[1] == p->out && p->in[2] == p->out) {
     switch (nk_dtype_size(p->out)) {
-    case 1: where_same(1, p->in[0], n, data, s); return;
-    case 2: where_same(2, p->in[0], n, data, s); return;
-    case 4: where_same(4, p->in[0], n, data, s); return;
-    default: where_same(8, p->in[0], n, data, s); return;
+    case 1: where_row8(p->in[0], n, data, s); return;
+    case 2: where_row16(p->in[0], n, data, s); return;
+    case 4: where_row32(p->in[0], n, data, s); return;
+    default: where_row64(p->in[0], n, data, s); return;
     }
   }
   for (int64_t i = 0; i < n; i++) {
