@@ -71,6 +71,12 @@ BINARY = {
     "copysign": torch.copysign,
     "xlogy": torch.xlogy,
     "nextafter": torch.nextafter,
+    "xlog1py": torch.special.xlog1py,
+    "logaddexp": torch.logaddexp,
+    "logaddexp2": torch.logaddexp2,
+    "heaviside": torch.heaviside,
+    "gcd": torch.gcd,
+    "lcm": torch.lcm,
     "eq": torch.eq, "ne": torch.ne, "lt": torch.lt, "le": torch.le, "gt": torch.gt, "ge": torch.ge,
     "logical_and": torch.logical_and,
     "logical_or": torch.logical_or,
@@ -95,7 +101,7 @@ def operands(name, dtype, shape_a=(5, 7), shape_b=(5, 7)):
         b = make(shape_b, dtype, seed=2)
     if name in DIVISIONS and not dtype.is_floating_point and dtype != torch.bool:
         b = torch.where(b == 0, torch.ones_like(b), b)
-    if name in ("xlogy", "pow") and dtype.is_floating_point:
+    if name in ("xlogy", "xlog1py", "pow", "heaviside") and dtype.is_floating_point:
         a[0, 0], b[0, 1] = 0, float("nan")
     return a, b
 
@@ -137,7 +143,7 @@ def test_scalar_first_operand(name):
 
 INPLACE = {
     "pow": "pow_", "remainder": "remainder_", "fmod": "fmod_", "atan2": "atan2_",
-    "hypot": "hypot_", "copysign": "copysign_", "xlogy": "xlogy_", "nextafter": "nextafter_",
+    "hypot": "hypot_", "copysign": "copysign_", "gcd": "gcd_", "heaviside": "heaviside_", "xlogy": "xlogy_", "nextafter": "nextafter_",
     "eq": "eq_", "lt": "lt_", "ge": "ge_", "logical_and": "logical_and_",
     "logical_xor": "logical_xor_", "bitwise_or": "bitwise_or_", "lshift": "bitwise_left_shift_",
     "__rshift__": "__irshift__", "floor_divide": "floor_divide_",

@@ -71,6 +71,12 @@ static const struct {
     [NK_PW_LSHIFT] = {"lshift", 2, PW_INTEGRAL},
     [NK_PW_RSHIFT] = {"rshift", 2, PW_INTEGRAL},
     [NK_PW_LERP_SCALAR] = {"lerp", 2, PW_FLOATING},
+    [NK_PW_LOGADDEXP] = {"logaddexp", 2, PW_FLOATING},
+    [NK_PW_LOGADDEXP2] = {"logaddexp2", 2, PW_FLOATING},
+    [NK_PW_XLOG1PY] = {"xlog1py", 2, PW_FLOATING},
+    [NK_PW_HEAVISIDE] = {"heaviside", 2, PW_ALL},
+    [NK_PW_GCD] = {"gcd", 2, PW_INTEGRAL},
+    [NK_PW_LCM] = {"lcm", 2, PW_INTEGRAL},
     [NK_PW_POW_SCALAR] = {"pow", 1, PW_NUMBER},
     [NK_PW_CLAMP_SCALAR] = {"clamp", 1, PW_NUMBER},
     [NK_PW_CLAMP_MIN_SCALAR] = {"clamp_min", 1, PW_NUMBER},
@@ -129,6 +135,17 @@ NK_INLINE int64_t pw_zero_division(pw_plan *p) {
   return 0;
 }
 
+/* ATen's calc_gcd on magnitudes (|INT64_MIN| as 2^63, wrapped back). */
+NK_INLINE int64_t pw_gcd(int64_t a, int64_t b) {
+  uint64_t x = a < 0 ? 0 - (uint64_t)a : (uint64_t)a, y = b < 0 ? 0 - (uint64_t)b : (uint64_t)b;
+  while (x != 0) {
+    uint64_t t = x;
+    x = y % x;
+    y = t;
+  }
+  return (int64_t)y;
+}
+
 /* The integral and bool ops on values already in the compute dtype; the
  * caller wraps the result to it. */
 NK_INLINE int64_t pw_int(pw_plan *p, nk_pointwise_op op, int64_t a, int64_t b, int64_t c) {
@@ -178,6 +195,15 @@ NK_INLINE int64_t pw_int(pw_plan *p, nk_pointwise_op op, int64_t a, int64_t b, i
   case NK_PW_CLAMP_MIN_SCALAR: return a < p->s0.i ? p->s0.i : a;
   case NK_PW_CLAMP_MAX_SCALAR: return p->s0.i < a ? p->s0.i : a;
   case NK_PW_ADDCMUL: return (int64_t)(ua + (uint64_t)p->s0.i * ub * (uint64_t)c);
+  case NK_PW_HEAVISIDE: return a == 0 ? b : a > 0;
+  case NK_PW_GCD: return pw_gcd(a, b);
+  case NK_PW_LCM: { /* |a / g * b|: C++ multiplies int8/int16 in int, so abs comes before the wrap there */
+    const int64_t g = pw_gcd(a, b);
+    if (g == 0) return 0;
+    int64_t r = (int64_t)((uint64_t)(a / g) * ub);
+    if (p->bits >= 32) r = nk_wrap_i64(p->compute, r);
+    return r < 0 ? (int64_t)(0 - (uint64_t)r) : r;
+  }
   default: return 0; /* floating-only ops never get here (plan_pointwise) */
   }
 }
