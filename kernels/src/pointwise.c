@@ -9,10 +9,11 @@
  *     to the compute dtype's width;
  *   - WHERE moves the chosen element straight to out (nk_convert).
  * Inputs are rounded to the compute dtype on load, which is what ATen's
- * CPU does when it casts them to the common dtype.  Rows whose operands
- * all have the compute dtype (out too, or out bool for the predicates) get
- * loops with constant dtypes and op, which the compiler vectorises where
- * the op allows.
+ * CPU does when it casts them to the common dtype; a broadcast scalar input
+ * (a Python number arrives as a float64 0-dim tensor) is converted once,
+ * before the loop.  Rows whose operands all have the compute dtype (out
+ * too, or out bool for the predicates) get loops with constant dtypes and
+ * op, which the compiler vectorises where the op allows.
  *
  * Integer division by zero sets a flag (the loops run on the compute pool's
  * threads); the task then fails with "ZeroDivisionError", as ATen's CPU
@@ -392,6 +393,11 @@ static int plan_pointwise(const nrt_task *task, nrt_exec_ctx *ctx, pw_plan *p) {
     return -1;
   }
   p->n_inputs = pw_ops[p->op].inputs;
+  if (task->n_operands != p->n_inputs + 1) {
+    nrt_exec_fail(ctx, "pointwise %s: %d operands, expected %d", name, (int)task->n_operands,
+                  p->n_inputs + 1);
+    return -1;
+  }
   p->out = (nrt_dtype)task->operands[0].dtype;
   for (int k = 0; k < p->n_inputs; k++) p->in[k] = (nrt_dtype)task->operands[k + 1].dtype;
   p->s0 = prm->s0;
@@ -435,11 +441,6 @@ int nk_pointwise_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
   if (nk_check_elementwise(task, ctx, "pointwise", task->n_operands) ||
       plan_pointwise(task, ctx, &plan))
     return -1;
-  if (task->n_operands != plan.n_inputs + 1) {
-    nrt_exec_fail(ctx, "pointwise %s: %d operands, expected %d", pw_ops[plan.op].name,
-                  (int)task->n_operands, plan.n_inputs + 1);
-    return -1;
-  }
   nrt_operand ops[4];
   memcpy(ops, task->operands, sizeof ops[0] * (size_t)task->n_operands);
   hoist_scalars(&plan, ops);
