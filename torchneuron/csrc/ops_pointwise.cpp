@@ -297,7 +297,7 @@ struct ClampOp : Base {
 };
 
 // pow(Scalar, Tensor) has no in-place form: functional and out= only.
-struct PowScalarBase {
+struct PowScalarTensor {
   using Op = at::native::structured_pow_Scalar_out;
   static at::Tensor functional(const c10::Scalar& self, const at::Tensor& exponent) {
     if (!structured::all_native(exponent)) {
@@ -335,8 +335,8 @@ using TensorScalar = Structured<Op, T, S>;
 void register_ops(torch::Library& m) {
   Binary<an::structured_pow_Tensor_Tensor_out>::register_ops(m, "pow.Tensor_Tensor", "pow_.Tensor", "pow.Tensor_Tensor_out");
   TensorScalar<an::structured_pow_Tensor_Scalar_out>::register_ops(m, "pow.Tensor_Scalar", "pow_.Scalar", "pow.Tensor_Scalar_out");
-  m.impl("pow.Scalar", TORCH_FN(PowScalarBase::functional));
-  m.impl("pow.Scalar_out", TORCH_FN(PowScalarBase::out));
+  m.impl("pow.Scalar", TORCH_FN(PowScalarTensor::functional));
+  m.impl("pow.Scalar_out", TORCH_FN(PowScalarTensor::out));
   Binary<an::structured_remainder_out>::register_ops(m, "remainder.Tensor", "remainder_.Tensor", "remainder.Tensor_out");
   Binary<an::structured_fmod_out>::register_ops(m, "fmod.Tensor", "fmod_.Tensor", "fmod.Tensor_out");
   Structured<an::structured_div_out_mode, T, T, std::optional<c10::string_view>>::register_ops(
