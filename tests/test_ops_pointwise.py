@@ -71,6 +71,12 @@ BINARY = {
     "copysign": torch.copysign,
     "xlogy": torch.xlogy,
     "nextafter": torch.nextafter,
+    "xlog1py": torch.special.xlog1py,
+    "logaddexp": torch.logaddexp,
+    "logaddexp2": torch.logaddexp2,
+    "heaviside": torch.heaviside,
+    "gcd": torch.gcd,
+    "lcm": torch.lcm,
     "eq": torch.eq, "ne": torch.ne, "lt": torch.lt, "le": torch.le, "gt": torch.gt, "ge": torch.ge,
     "logical_and": torch.logical_and,
     "logical_or": torch.logical_or,
@@ -95,7 +101,7 @@ def operands(name, dtype, shape_a=(5, 7), shape_b=(5, 7)):
         b = make(shape_b, dtype, seed=2)
     if name in DIVISIONS and not dtype.is_floating_point and dtype != torch.bool:
         b = torch.where(b == 0, torch.ones_like(b), b)
-    if name in ("xlogy", "pow") and dtype.is_floating_point:
+    if name in ("xlogy", "xlog1py", "pow", "heaviside") and dtype.is_floating_point:
         a[0, 0], b[0, 1] = 0, float("nan")
     return a, b
 
@@ -137,7 +143,7 @@ def test_scalar_first_operand(name):
 
 INPLACE = {
     "pow": "pow_", "remainder": "remainder_", "fmod": "fmod_", "atan2": "atan2_",
-    "hypot": "hypot_", "copysign": "copysign_", "xlogy": "xlogy_", "nextafter": "nextafter_",
+    "hypot": "hypot_", "copysign": "copysign_", "gcd": "gcd_", "heaviside": "heaviside_", "xlogy": "xlogy_", "nextafter": "nextafter_",
     "eq": "eq_", "lt": "lt_", "ge": "ge_", "logical_and": "logical_and_",
     "logical_xor": "logical_xor_", "bitwise_or": "bitwise_or_", "lshift": "bitwise_left_shift_",
     "__rshift__": "__irshift__", "floor_divide": "floor_divide_",
@@ -419,3 +425,31 @@ def test_autograd(name):
     assert len(grads_dev) == len(grads_cpu)
     for g_dev, g_cpu in zip(grads_dev, grads_cpu):
         assert_same(g_dev, g_cpu)
+
+
+def test_composites_built_on_these_ops_are_native():
+    a, b = make((4, 5), torch.float32, seed=1), make((4, 5), torch.float32, seed=2)
+    compare(torch.max, a, b)                      # max.other -> maximum
+    compare(torch.min, a, b)
+    compare(torch.square, a)
+    compare(torch.float_power, a.abs(), 2)
+    compare(torch.clip, a, -1, 1)
+    compare(torch.true_divide, a, b)
+    compare(torch.greater_equal, a, b)
+    compare(lambda x, y: (x > 0) & (y < 0) | (x == y), a, b)
+    compare(lambda x: x % 3, make((4, 5), torch.int64))
+    compare(lambda x: 2 ** x, make((4, 5), torch.int64, 0, 8))
+    compare(lambda x: x // 2.5, a)
+
+
+def test_dtypes_the_device_lacks_fall_back_to_the_cpu():
+    a = torch.randn(3, 4, dtype=torch.complex64)
+    with fallback_mode("silent"):
+        reset_fallback_stats()
+        assert_same(torch.eq(a.to(DEV), a.to(DEV)), torch.eq(a, a))
+        assert_same(torch.where(a.real > 0, a, a * 2).to(DEV), torch.where(a.real > 0, a, a * 2))
+        assert_same(torch.where((a.real > 0).to(DEV), a.to(DEV), a.to(DEV)),
+                    torch.where(a.real > 0, a, a))
+        assert_same(torch.pow(a.to(DEV), 2), torch.pow(a, 2), rtol=1e-5, atol=1e-5)
+        stats = fallback_stats()
+    assert any("eq" in op for op in stats) and any("where" in op for op in stats), stats

@@ -183,6 +183,12 @@ typedef enum nk_pointwise_op {
   NK_PW_LSHIFT,      /* 0 when b < 0 or b >= compute's width                   */
   NK_PW_RSHIFT,      /* sign fill (0 for uint8) when b < 0 or b too large      */
   NK_PW_LERP_SCALAR, /* a + s0 * (b - a), ATen's two-sided formula            */
+  NK_PW_LOGADDEXP,   /* log(exp(a) + exp(b)), floating only like the next two */
+  NK_PW_LOGADDEXP2,
+  NK_PW_XLOG1PY,     /* a * log1p(b); 0 where a == 0; NaN where b is NaN      */
+  NK_PW_HEAVISIDE,   /* a == 0 ? b : a > 0                                    */
+  NK_PW_GCD,         /* integral only, like lcm; ATen's calc_gcd               */
+  NK_PW_LCM,
   /* a */
   NK_PW_POW_SCALAR,       /* pow(a, s0)                                       */
   NK_PW_CLAMP_SCALAR,     /* min(max(a, s0), s1)                              */

@@ -9,10 +9,11 @@
  *     to the compute dtype's width;
  *   - WHERE moves the chosen element straight to out (nk_convert).
  * Inputs are rounded to the compute dtype on load, which is what ATen's
- * CPU does when it casts them to the common dtype.  Rows whose operands
- * all have the compute dtype (out too, or out bool for the predicates) get
- * loops with constant dtypes and op, which the compiler vectorises where
- * the op allows.
+ * CPU does when it casts them to the common dtype; a broadcast scalar input
+ * (a Python number arrives as a float64 0-dim tensor) is converted once,
+ * before the loop.  Rows whose operands all have the compute dtype (out
+ * too, or out bool for the predicates) get loops with constant dtypes and
+ * op, which the compiler vectorises where the op allows.
  *
  * Integer division by zero sets a flag (the loops run on the compute pool's
  * threads); the task then fails with "ZeroDivisionError", as ATen's CPU
@@ -32,6 +33,7 @@ typedef struct pw_plan {
   nk_scalar s0, s1;
   int bits;          /* compute's width: the shifts' limit */
   int zero_division; /* set (atomically) by the loops */
+  uint64_t scalars[3]; /* broadcast scalar inputs, converted (hoist_scalars) */
 } pw_plan;
 
 /* What each op accepts: its inputs and the compute classes it is defined
@@ -70,6 +72,12 @@ static const struct {
     [NK_PW_LSHIFT] = {"lshift", 2, PW_INTEGRAL},
     [NK_PW_RSHIFT] = {"rshift", 2, PW_INTEGRAL},
     [NK_PW_LERP_SCALAR] = {"lerp", 2, PW_FLOATING},
+    [NK_PW_LOGADDEXP] = {"logaddexp", 2, PW_FLOATING},
+    [NK_PW_LOGADDEXP2] = {"logaddexp2", 2, PW_FLOATING},
+    [NK_PW_XLOG1PY] = {"xlog1py", 2, PW_FLOATING},
+    [NK_PW_HEAVISIDE] = {"heaviside", 2, PW_ALL},
+    [NK_PW_GCD] = {"gcd", 2, PW_INTEGRAL},
+    [NK_PW_LCM] = {"lcm", 2, PW_INTEGRAL},
     [NK_PW_POW_SCALAR] = {"pow", 1, PW_NUMBER},
     [NK_PW_CLAMP_SCALAR] = {"clamp", 1, PW_NUMBER},
     [NK_PW_CLAMP_MIN_SCALAR] = {"clamp_min", 1, PW_NUMBER},
@@ -128,6 +136,17 @@ NK_INLINE int64_t pw_zero_division(pw_plan *p) {
   return 0;
 }
 
+/* ATen's calc_gcd on magnitudes (|INT64_MIN| as 2^63, wrapped back). */
+NK_INLINE int64_t pw_gcd(int64_t a, int64_t b) {
+  uint64_t x = a < 0 ? 0 - (uint64_t)a : (uint64_t)a, y = b < 0 ? 0 - (uint64_t)b : (uint64_t)b;
+  while (x != 0) {
+    uint64_t t = x;
+    x = y % x;
+    y = t;
+  }
+  return (int64_t)y;
+}
+
 /* The integral and bool ops on values already in the compute dtype; the
  * caller wraps the result to it. */
 NK_INLINE int64_t pw_int(pw_plan *p, nk_pointwise_op op, int64_t a, int64_t b, int64_t c) {
@@ -177,6 +196,15 @@ NK_INLINE int64_t pw_int(pw_plan *p, nk_pointwise_op op, int64_t a, int64_t b, i
   case NK_PW_CLAMP_MIN_SCALAR: return a < p->s0.i ? p->s0.i : a;
   case NK_PW_CLAMP_MAX_SCALAR: return p->s0.i < a ? p->s0.i : a;
   case NK_PW_ADDCMUL: return (int64_t)(ua + (uint64_t)p->s0.i * ub * (uint64_t)c);
+  case NK_PW_HEAVISIDE: return a == 0 ? b : a > 0;
+  case NK_PW_GCD: return pw_gcd(a, b);
+  case NK_PW_LCM: { /* |a / g * b|: C++ multiplies int8/int16 in int, so abs comes before the wrap there */
+    const int64_t g = pw_gcd(a, b);
+    if (g == 0) return 0;
+    int64_t r = (int64_t)((uint64_t)(a / g) * ub);
+    if (p->bits >= 32) r = nk_wrap_i64(p->compute, r);
+    return r < 0 ? (int64_t)(0 - (uint64_t)r) : r;
+  }
   default: return 0; /* floating-only ops never get here (plan_pointwise) */
   }
 }
@@ -240,37 +268,38 @@ static void mixed_loop(void *ctx, int64_t n, char *const *data, const int64_t *s
             c + i * sc);
 }
 
-/* where with b, c and out of one dtype: a select of `size`-byte elements
- * (constant in each instantiation; contiguous rows vectorise). */
-NK_INLINE void where_same(int64_t size, nrt_dtype tc, int64_t n, char *const *data,
-                          const int64_t *s) {
-  char *o = data[0];
-  const char *c = data[1], *a = data[2], *b = data[3];
-  const int64_t so = s[0], sc = s[1], sa = s[2], sb = s[3];
-  if (tc == NRT_BOOL && so == size && sc == 1 && sa == size && sb == size) {
-    for (int64_t i = 0; i < n; i++) {
-      uint64_t x = 0, y = 0;
-      memcpy(&x, a + i * size, (size_t)size);
-      memcpy(&y, b + i * size, (size_t)size);
-      x = c[i] ? x : y;
-      memcpy(o + i * size, &x, (size_t)size);
-    }
-    return;
+/* where with b, c and out of one dtype: a select of elements of one width
+ * (an integer type of that size); contiguous rows with a bool condition
+ * vectorise. */
+#define PW_WHERE_ROW(NAME, U, READ, WRITE)                                                 \
+  static void NAME(nrt_dtype tc, int64_t n, char *const *data, const int64_t *s) {         \
+    char *o = data[0];                                                                     \
+    const char *c = data[1], *a = data[2], *b = data[3];                                   \
+    const int64_t es = (int64_t)sizeof(U);                                                 \
+    if (tc == NRT_BOOL && s[0] == es && s[1] == 1 && s[2] == es && s[3] == es) {           \
+      for (int64_t i = 0; i < n; i++) {                                                    \
+        U x = READ(a + i * es), y = READ(b + i * es);                                      \
+        WRITE(o + i * es, c[i] ? x : y);                                                   \
+      }                                                                                    \
+      return;                                                                              \
+    }                                                                                      \
+    for (int64_t i = 0; i < n; i++)                                                        \
+      WRITE(o + i * s[0], READ(nk_load_bool(tc, c + i * s[1]) ? a + i * s[2] : b + i * s[3])); \
   }
-  for (int64_t i = 0; i < n; i++) {
-    const char *src = nk_load_bool(tc, c + i * sc) ? a + i * sa : b + i * sb;
-    memcpy(o + i * so, src, (size_t)size);
-  }
-}
+PW_WHERE_ROW(where_row8, uint8_t, nk_read_u8, nk_write_u8)
+PW_WHERE_ROW(where_row16, uint16_t, nk_read_u16, nk_write_u16)
+PW_WHERE_ROW(where_row32, int32_t, nk_read_i32, nk_write_i32)
+PW_WHERE_ROW(where_row64, int64_t, nk_read_i64, nk_write_i64)
+#undef PW_WHERE_ROW
 
 static void where_loop(void *ctx, int64_t n, char *const *data, const int64_t *s) {
   const pw_plan *p = ctx;
   if (p->in[1] == p->out && p->in[2] == p->out) {
     switch (nk_dtype_size(p->out)) {
-    case 1: where_same(1, p->in[0], n, data, s); return;
-    case 2: where_same(2, p->in[0], n, data, s); return;
-    case 4: where_same(4, p->in[0], n, data, s); return;
-    default: where_same(8, p->in[0], n, data, s); return;
+    case 1: where_row8(p->in[0], n, data, s); return;
+    case 2: where_row16(p->in[0], n, data, s); return;
+    case 4: where_row32(p->in[0], n, data, s); return;
+    default: where_row64(p->in[0], n, data, s); return;
     }
   }
   for (int64_t i = 0; i < n; i++) {
@@ -327,6 +356,10 @@ NK_INLINE void same_row(pw_plan *p, nk_pointwise_op op, nrt_dtype t, int64_t n,
   case NK_PW_CLAMP_MAX_SCALAR: same_row(p, NK_PW_CLAMP_MAX_SCALAR, T, n, data, s); break;  \
   case NK_PW_ADDCMUL: same_row(p, NK_PW_ADDCMUL, T, n, data, s); break;                    \
   case NK_PW_LERP_SCALAR: same_row(p, NK_PW_LERP_SCALAR, T, n, data, s); break;            \
+  case NK_PW_POW_SCALAR: same_row(p, NK_PW_POW_SCALAR, T, n, data, s); break;              \
+  case NK_PW_CLAMP: same_row(p, NK_PW_CLAMP, T, n, data, s); break;                        \
+  case NK_PW_LERP: same_row(p, NK_PW_LERP, T, n, data, s); break;                          \
+  case NK_PW_ADDCDIV: same_row(p, NK_PW_ADDCDIV, T, n, data, s); break;                    \
   default: mixed_loop(p, n, data, s); break;                                               \
   }
 
@@ -360,6 +393,11 @@ static int plan_pointwise(const nrt_task *task, nrt_exec_ctx *ctx, pw_plan *p) {
     return -1;
   }
   p->n_inputs = pw_ops[p->op].inputs;
+  if (task->n_operands != p->n_inputs + 1) {
+    nrt_exec_fail(ctx, "pointwise %s: %d operands, expected %d", name, (int)task->n_operands,
+                  p->n_inputs + 1);
+    return -1;
+  }
   p->out = (nrt_dtype)task->operands[0].dtype;
   for (int k = 0; k < p->n_inputs; k++) p->in[k] = (nrt_dtype)task->operands[k + 1].dtype;
   p->s0 = prm->s0;
@@ -367,6 +405,23 @@ static int plan_pointwise(const nrt_task *task, nrt_exec_ctx *ctx, pw_plan *p) {
   p->bits = 8 * (int)nk_dtype_size(p->compute);
   p->zero_division = 0;
   return 0;
+}
+
+/* An input that is one element broadcast everywhere (a Python number,
+ * usually a double) is converted to the compute dtype once, so `x > 0.5`
+ * runs the same-dtype loop. */
+static void hoist_scalars(pw_plan *p, nrt_operand *ops) {
+  if (p->op == NK_PW_WHERE) return;
+  for (int k = 0; k < p->n_inputs; k++) {
+    nrt_operand *op = &ops[k + 1];
+    bool scalar = op->dtype != (int32_t)p->compute;
+    for (int d = 0; d < op->ndim && scalar; d++) scalar = op->strides[d] == 0 && op->sizes[d] > 0;
+    if (!scalar) continue;
+    nk_convert(p->in[k], p->compute, &p->scalars[k], op->data);
+    op->data = &p->scalars[k];
+    op->dtype = p->compute;
+    p->in[k] = p->compute;
+  }
 }
 
 static bool all_same(const pw_plan *p) {
@@ -386,13 +441,11 @@ int nk_pointwise_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
   if (nk_check_elementwise(task, ctx, "pointwise", task->n_operands) ||
       plan_pointwise(task, ctx, &plan))
     return -1;
-  if (task->n_operands != plan.n_inputs + 1) {
-    nrt_exec_fail(ctx, "pointwise %s: %d operands, expected %d", pw_ops[plan.op].name,
-                  (int)task->n_operands, plan.n_inputs + 1);
-    return -1;
-  }
+  nrt_operand ops[4];
+  memcpy(ops, task->operands, sizeof ops[0] * (size_t)task->n_operands);
+  hoist_scalars(&plan, ops);
   nk_loop_fn loop = plan.op == NK_PW_WHERE ? where_loop : all_same(&plan) ? same_loop : mixed_loop;
-  nk_for_each(task->operands, task->n_operands, loop, &plan);
+  nk_for_each(ops, task->n_operands, loop, &plan);
   if (__atomic_load_n(&plan.zero_division, __ATOMIC_RELAXED)) {
     nrt_exec_fail(ctx, "ZeroDivisionError (integer %s by zero)", pw_ops[plan.op].name);
     return -1;

@@ -44,6 +44,14 @@ NK_INLINE PW_T PW_FN(const pw_plan *p, nk_pointwise_op op, PW_T a, PW_T b, PW_T 
   case NK_PW_LOGICAL_AND: return a != 0 && b != 0; /* NaN is true */
   case NK_PW_LOGICAL_OR: return a != 0 || b != 0;
   case NK_PW_LOGICAL_XOR: return (a != 0) != (b != 0);
+  case NK_PW_LOGADDEXP:
+    if (isinf(a) && a == b) return a;
+    return (a < b ? b : a) + log1p(exp(-fabs(a - b)));
+  case NK_PW_LOGADDEXP2:
+    if (isinf(a) && a == b) return a;
+    return (a < b ? b : a) + log1p(exp2(-fabs(a - b))) * (PW_T)(1 / 0.69314718055994530942);
+  case NK_PW_XLOG1PY: return isnan(b) ? (PW_T)NAN : a == 0 ? zero : a * log1p(b);
+  case NK_PW_HEAVISIDE: return a == 0 ? b : a > 0;
   case NK_PW_LERP_SCALAR: c = s0; /* fall through */
   case NK_PW_LERP: /* ATen's vectorised lerp: one fma from the nearer end */
     return fabs(c) < (PW_T)0.5 ? fma(c, b - a, a) : fma(c - one, b - a, b);

@@ -100,6 +100,17 @@ static tk_value reference(const pcase *c, tk_value a, tk_value b, tk_value w, in
     case NK_PW_CLAMP_MAX_SCALAR: r = x > c->s0.i ? c->s0.i : x; break;
     case NK_PW_CLAMP: r = y > z ? z : x < y ? y : x > z ? z : x; break;
     case NK_PW_ADDCMUL: r = (int64_t)((uint64_t)a.i + (uint64_t)c->s0.i * (uint64_t)b.i * (uint64_t)w.i); break;
+    case NK_PW_HEAVISIDE: r = x == 0 ? y : x > 0; break;
+    case NK_PW_GCD: case NK_PW_LCM: {
+      __int128 g = x < 0 ? -x : x, h = y < 0 ? -y : y; /* Euclid on magnitudes */
+      while (h != 0) { __int128 t2 = g % h; g = h; h = t2; }
+      if (c->op == NK_PW_GCD) { r = g; break; }
+      if (g == 0) { r = 0; break; }
+      __int128 l = x / g * y;                        /* C++: in int below 32 bits, */
+      if (bits >= 32) l = wrap_to(t, (uint64_t)(int64_t)(uint64_t)l); /* else in the dtype */
+      r = l < 0 ? -l : l;
+      break;
+    }
     default: break;
     }
     return (tk_value){1, wrap_to(t, (uint64_t)(int64_t)(uint64_t)r), 0};
@@ -137,6 +148,18 @@ static tk_value reference(const pcase *c, tk_value a, tk_value b, tk_value w, in
   case NK_PW_LOGICAL_AND: r = x != 0 && y != 0; break;
   case NK_PW_LOGICAL_OR: r = x != 0 || y != 0; break;
   case NK_PW_LOGICAL_XOR: r = (x != 0) != (y != 0); break;
+  case NK_PW_LOGADDEXP: /* written around the larger one, or exp overflows */
+    r = isinf(x) && x == y ? x : fmax(x, y) + log1p(exp(-fabs(x - y)));
+    if (nan_in) r = NAN;
+    *exact = 0;
+    break;
+  case NK_PW_LOGADDEXP2:
+    r = isinf(x) && x == y ? x : fmax(x, y) + log1p(exp2(-fabs(x - y))) / log(2);
+    if (nan_in) r = NAN;
+    *exact = 0;
+    break;
+  case NK_PW_XLOG1PY: r = isnan(y) ? NAN : x == 0 ? 0 : x * log1p(y); *exact = 0; break;
+  case NK_PW_HEAVISIDE: r = x == 0 ? y : x > 0; break;
   case NK_PW_LERP_SCALAR: /* from the nearer end, as ATen */
   case NK_PW_LERP: {
     double wt = c->op == NK_PW_LERP ? z : s0;
@@ -184,7 +207,8 @@ static const char *const op_names[] = {
     "pow", "remainder", "fmod", "div_trunc", "div_floor", "maximum", "minimum", "fmax", "fmin",
     "atan2", "hypot", "copysign", "xlogy", "nextafter", "eq", "ne", "lt", "le", "gt", "ge",
     "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor",
-    "lshift", "rshift", "lerp_scalar", "pow_scalar", "clamp_scalar", "clamp_min_scalar",
+    "lshift", "rshift", "lerp_scalar", "logaddexp", "logaddexp2", "xlog1py", "heaviside", "gcd",
+    "lcm", "pow_scalar", "clamp_scalar", "clamp_min_scalar",
     "clamp_max_scalar", "where", "clamp", "lerp", "addcmul", "addcdiv"};
 _Static_assert(sizeof op_names / sizeof op_names[0] == NK_PW_OP_COUNT, "a name per op");
 
@@ -306,15 +330,17 @@ static void test_same_dtype(void) {
     for (nrt_dtype t = 0; t < NRT_DTYPE_COUNT; t++) {
       const int floating = t >= NRT_FLOAT16, integral = t != NRT_BOOL && !floating;
       const int float_only = (op >= NK_PW_ATAN2 && op <= NK_PW_XLOGY) || op == NK_PW_LERP ||
-                             op == NK_PW_LERP_SCALAR || op == NK_PW_ADDCDIV;
+                             (op >= NK_PW_LERP_SCALAR && op <= NK_PW_XLOG1PY) || op == NK_PW_ADDCDIV;
+      const int int_only = op == NK_PW_GCD || op == NK_PW_LCM;
       const int bits = op >= NK_PW_BITWISE_AND && op <= NK_PW_RSHIFT;
       const int shift = op == NK_PW_LSHIFT || op == NK_PW_RSHIFT;
       const int any_dtype = (op >= NK_PW_MAXIMUM && op <= NK_PW_FMIN) ||
-                            (op >= NK_PW_EQ && op <= NK_PW_LOGICAL_XOR) || op == NK_PW_WHERE;
+                            (op >= NK_PW_EQ && op <= NK_PW_LOGICAL_XOR) || op == NK_PW_WHERE ||
+                            op == NK_PW_HEAVISIDE;
       if (float_only && !floating) continue;
+      if (int_only && !integral) continue;
       if (bits && (floating || (shift && t == NRT_BOOL))) continue;
       if (t == NRT_BOOL && !bits && !any_dtype) continue;
-      (void)integral;
       pcase c = {op, is_predicate(op) ? NRT_BOOL : t, t, {t, t, t}, {0.5, 2}, {3.0, 7}};
       if (op == NK_PW_WHERE) c.in[0] = NRT_BOOL;
       if (op == NK_PW_POW_SCALAR) c.s0 = floating ? (nk_scalar){3, 3} : (nk_scalar){5, 5};
@@ -341,6 +367,8 @@ static void test_mixed(void) {
       {NK_PW_RSHIFT, NRT_UINT8, NRT_UINT8, {NRT_UINT8, NRT_INT64}, {0, 0}, {0, 0}},
       {NK_PW_POW, NRT_FLOAT64, NRT_FLOAT32, {NRT_FLOAT32, NRT_INT32}, {0, 0}, {0, 0}}, /* out wider */
       {NK_PW_WHERE, NRT_FLOAT32, NRT_FLOAT32, {NRT_UINT8, NRT_FLOAT32, NRT_INT64}, {0, 0}, {0, 0}},
+      {NK_PW_WHERE, NRT_INT16, NRT_INT16, {NRT_UINT8, NRT_INT16, NRT_INT16}, {0, 0}, {0, 0}},
+      {NK_PW_WHERE, NRT_BFLOAT16, NRT_BFLOAT16, {NRT_FLOAT32, NRT_BFLOAT16, NRT_BFLOAT16}, {0, 0}, {0, 0}},
       {NK_PW_CLAMP, NRT_FLOAT32, NRT_FLOAT32, {NRT_FLOAT32, NRT_INT64, NRT_FLOAT64}, {0, 0}, {0, 0}},
       {NK_PW_ADDCMUL, NRT_BFLOAT16, NRT_BFLOAT16, {NRT_BFLOAT16, NRT_BFLOAT16, NRT_FLOAT64}, {-0.5, 0}, {0, 0}},
       {NK_PW_ATAN2, NRT_FLOAT32, NRT_FLOAT32, {NRT_INT64, NRT_FLOAT16}, {0, 0}, {0, 0}},

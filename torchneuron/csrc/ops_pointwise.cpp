@@ -1,7 +1,8 @@
 // ops_pointwise.cpp — the elementwise ops beyond add/sub/mul/div: pow,
 // remainder, fmod, rounding division, maximum/minimum/fmax/fmin, atan2,
-// hypot, copysign, xlogy, nextafter, comparisons, logical and bitwise ops,
-// shifts, where, clamp, lerp, addcmul, addcdiv.
+// hypot, copysign, xlogy, xlog1py, nextafter, logaddexp(2), heaviside,
+// gcd, lcm, comparisons, logical and bitwise ops, shifts, where, clamp,
+// lerp, addcmul, addcdiv (and rsub, which calls sub).
 //
 // ATen does the work: the ops are structured (meta + impl, run on neuron by
 // structured.h) or shared CPU/CUDA functions (floor_divide, logical_*_out,
@@ -38,13 +39,18 @@
 #include <ATen/ops/fmax_native.h>
 #include <ATen/ops/fmin_native.h>
 #include <ATen/ops/fmod_native.h>
+#include <ATen/ops/gcd_native.h>
 #include <ATen/ops/ge_native.h>
 #include <ATen/ops/gt_native.h>
+#include <ATen/ops/heaviside_native.h>
 #include <ATen/ops/hypot_native.h>
+#include <ATen/ops/lcm_native.h>
 #include <ATen/ops/le_native.h>
 #include <ATen/ops/lerp_native.h>
 #include <ATen/ops/logical_and_native.h>
 #include <ATen/ops/logical_or_native.h>
+#include <ATen/ops/logaddexp2_native.h>
+#include <ATen/ops/logaddexp_native.h>
 #include <ATen/ops/logical_xor_native.h>
 #include <ATen/ops/lshift_native.h>
 #include <ATen/ops/lt_native.h>
@@ -56,6 +62,7 @@
 #include <ATen/ops/remainder_native.h>
 #include <ATen/ops/rshift_native.h>
 #include <ATen/ops/rsub_native.h>
+#include <ATen/ops/special_xlog1py_native.h>
 #include <ATen/ops/where_native.h>
 #include <ATen/ops/xlogy_native.h>
 #include <torch/library.h>
@@ -116,6 +123,12 @@ constexpr PointwiseOp kOps[] = {
     {NK_PW_LSHIFT, "lshift", kIntegral},
     {NK_PW_RSHIFT, "rshift", kIntegral},
     {NK_PW_LERP_SCALAR, "lerp", kFloating},
+    {NK_PW_LOGADDEXP, "logaddexp", kFloating},
+    {NK_PW_LOGADDEXP2, "logaddexp2", kFloating},
+    {NK_PW_XLOG1PY, "xlog1py", kFloating},
+    {NK_PW_HEAVISIDE, "heaviside", kAll},
+    {NK_PW_GCD, "gcd", kIntegral},
+    {NK_PW_LCM, "lcm", kIntegral},
     {NK_PW_POW_SCALAR, "pow", kNumbers},
     {NK_PW_CLAMP_SCALAR, "clamp", kNumbers},
     {NK_PW_CLAMP_MIN_SCALAR, "clamp_min", kNumbers},
@@ -284,7 +297,7 @@ struct ClampOp : Base {
 };
 
 // pow(Scalar, Tensor) has no in-place form: functional and out= only.
-struct PowScalarBase {
+struct PowScalarTensor {
   using Op = at::native::structured_pow_Scalar_out;
   static at::Tensor functional(const c10::Scalar& self, const at::Tensor& exponent) {
     if (!structured::all_native(exponent)) {
@@ -322,8 +335,8 @@ using TensorScalar = Structured<Op, T, S>;
 void register_ops(torch::Library& m) {
   Binary<an::structured_pow_Tensor_Tensor_out>::register_ops(m, "pow.Tensor_Tensor", "pow_.Tensor", "pow.Tensor_Tensor_out");
   TensorScalar<an::structured_pow_Tensor_Scalar_out>::register_ops(m, "pow.Tensor_Scalar", "pow_.Scalar", "pow.Tensor_Scalar_out");
-  m.impl("pow.Scalar", TORCH_FN(PowScalarBase::functional));
-  m.impl("pow.Scalar_out", TORCH_FN(PowScalarBase::out));
+  m.impl("pow.Scalar", TORCH_FN(PowScalarTensor::functional));
+  m.impl("pow.Scalar_out", TORCH_FN(PowScalarTensor::out));
   Binary<an::structured_remainder_out>::register_ops(m, "remainder.Tensor", "remainder_.Tensor", "remainder.Tensor_out");
   Binary<an::structured_fmod_out>::register_ops(m, "fmod.Tensor", "fmod_.Tensor", "fmod.Tensor_out");
   Structured<an::structured_div_out_mode, T, T, std::optional<c10::string_view>>::register_ops(
@@ -337,6 +350,12 @@ void register_ops(torch::Library& m) {
   Binary<an::structured_copysign_out>::register_ops(m, "copysign.Tensor", "copysign_.Tensor", "copysign.out");
   Binary<an::structured_xlogy_out>::register_ops(m, "xlogy.Tensor", "xlogy_.Tensor", "xlogy.OutTensor");
   Binary<an::structured_nextafter_out>::register_ops(m, "nextafter", "nextafter_", "nextafter.out");
+  Binary<an::structured_logaddexp_out>::register_ops(m, "logaddexp", nullptr, "logaddexp.out");
+  Binary<an::structured_logaddexp2_out>::register_ops(m, "logaddexp2", nullptr, "logaddexp2.out");
+  Binary<an::structured_special_xlog1py_out>::register_ops(m, "special_xlog1py", nullptr, "special_xlog1py.out");
+  Binary<an::structured_heaviside_out>::register_ops(m, "heaviside", "heaviside_", "heaviside.out");
+  Binary<an::structured_gcd_out>::register_ops(m, "gcd", "gcd_", "gcd.out");
+  Binary<an::structured_lcm_out>::register_ops(m, "lcm", "lcm_", "lcm.out");
   Binary<an::structured_eq_Tensor_out>::register_ops(m, "eq.Tensor", "eq_.Tensor", "eq.Tensor_out");
   Binary<an::structured_ne_Tensor_out>::register_ops(m, "ne.Tensor", "ne_.Tensor", "ne.Tensor_out");
   Binary<an::structured_lt_Tensor_out>::register_ops(m, "lt.Tensor", "lt_.Tensor", "lt.Tensor_out");
@@ -422,6 +441,12 @@ REGISTER_PRIVATEUSE1_DISPATCH(hypot_stub, &binary_stub<NK_PW_HYPOT>)
 REGISTER_PRIVATEUSE1_DISPATCH(copysign_stub, &binary_stub<NK_PW_COPYSIGN>)
 REGISTER_PRIVATEUSE1_DISPATCH(xlogy_stub, &binary_stub<NK_PW_XLOGY>)
 REGISTER_PRIVATEUSE1_DISPATCH(nextafter_stub, &binary_stub<NK_PW_NEXTAFTER>)
+REGISTER_PRIVATEUSE1_DISPATCH(logaddexp_stub, &binary_stub<NK_PW_LOGADDEXP>)
+REGISTER_PRIVATEUSE1_DISPATCH(logaddexp2_stub, &binary_stub<NK_PW_LOGADDEXP2>)
+REGISTER_PRIVATEUSE1_DISPATCH(xlog1py_stub, &binary_stub<NK_PW_XLOG1PY>)
+REGISTER_PRIVATEUSE1_DISPATCH(heaviside_stub, &binary_stub<NK_PW_HEAVISIDE>)
+REGISTER_PRIVATEUSE1_DISPATCH(gcd_stub, &binary_stub<NK_PW_GCD>)
+REGISTER_PRIVATEUSE1_DISPATCH(lcm_stub, &binary_stub<NK_PW_LCM>)
 REGISTER_PRIVATEUSE1_DISPATCH(eq_stub, &binary_stub<NK_PW_EQ>)
 REGISTER_PRIVATEUSE1_DISPATCH(ne_stub, &binary_stub<NK_PW_NE>)
 REGISTER_PRIVATEUSE1_DISPATCH(lt_stub, &binary_stub<NK_PW_LT>)
