@@ -283,9 +283,9 @@ def test_embedding_forward_backward():
     w = torch.randn(10, 4, requires_grad=True)
     wd = dev(w.detach()).requires_grad_()
     idx = torch.tensor([[1, 2, 1], [9, 0, 1]])
-    for pad in [None, 1]:
-        out = torch.nn.functional.embedding(idx, w, padding_idx=pad)
-        outd = torch.nn.functional.embedding(dev(idx), wd, padding_idx=pad)
+    for pad, freq in [(None, False), (1, False), (None, True), (2, True)]:
+        out = torch.nn.functional.embedding(idx, w, padding_idx=pad, scale_grad_by_freq=freq)
+        outd = torch.nn.functional.embedding(dev(idx), wd, padding_idx=pad, scale_grad_by_freq=freq)
         same(outd, out.detach())
         g = torch.randn_like(out)
         out.backward(g)

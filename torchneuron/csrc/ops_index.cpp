@@ -597,7 +597,7 @@ at::Tensor embedding_dense_backward(const at::Tensor& grad, const at::Tensor& in
                                    bool scale_grad_by_freq) {
   const int64_t num_weights = num_weights_s.expect_int();
   const int64_t padding_idx = padding_idx_s.expect_int();
-  if (scale_grad_by_freq || !is_native_dtype(grad.scalar_type())) {
+  if (!is_native_dtype(grad.scalar_type())) {
     return run_on_cpu("aten::embedding_dense_backward", "",
                       {grad, indices, num_weights, padding_idx, scale_grad_by_freq})
         .toTensor();
@@ -615,8 +615,16 @@ at::Tensor embedding_dense_backward(const at::Tensor& grad, const at::Tensor& in
   g.dim = 0;
   g.op = NK_SCATTER_ADD;
   if (padding_idx >= 0) g.skip = padding_idx;
+  at::Tensor count;
+  if (scale_grad_by_freq) {
+    // each row's sum divided by how often its index occurs: a mean
+    g.op = NK_SCATTER_MEAN;
+    g.include_self = false;
+    count = empty_neuron(grad_weight.sizes(), at::kLong, grad.device());
+    fill_scalar(count, 0);
+  }
   launch_gather_scatter("aten::embedding_dense_backward", g, grad_weight,
-                        expanded_index(idx, g2, 0), &g2);
+                        expanded_index(idx, g2, 0), &g2, count.defined() ? &count : nullptr);
   return grad_weight;
 }
 
