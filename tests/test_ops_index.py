@@ -381,3 +381,46 @@ def test_accumulation_does_not_depend_on_thread_count():
     one = check_python(code, env={"TORCHNEURON_NUM_THREADS": "1"})
     many = check_python(code, env={"TORCHNEURON_NUM_THREADS": "8"})
     assert one == many and one.strip()
+
+
+def test_out_variants_non_contiguous_and_zero_dim():
+    x = torch.randn(6, 5)
+    idx = torch.tensor([4, 0, 2])
+    out = dev(torch.empty(5, 3)).t()                           # non-contiguous out of the right size
+    torch.index_select(dev(x), 0, dev(idx), out=out)
+    same(out, torch.index_select(x, 0, idx))
+    gi = torch.randint(0, 6, (3, 5))
+    out = dev(torch.empty(5, 3)).t()
+    torch.gather(dev(x), 0, dev(gi), out=out)
+    same(out, torch.gather(x, 0, gi))
+    m = torch.randn(5, 6) > 0
+    res = torch.empty(0, device=DEV)
+    torch.masked_select(dev(x), dev(m).t(), out=res)
+    same(res, torch.masked_select(x, m.t()))
+    nz = torch.empty(0, dtype=torch.long, device=DEV)
+    torch.nonzero(dev(m), out=nz)
+    same(nz, torch.nonzero(m))
+    s = torch.tensor(1.5)
+    same(dev(s).masked_fill(dev(torch.tensor(True)), 0), s.masked_fill(torch.tensor(True), 0))
+    d = dev(torch.zeros(3))
+    d[dev(torch.tensor(1))] = 5                                # 0-dim index
+    same(d, torch.tensor([0.0, 5.0, 0.0]))
+    same(dev(x)[dev(torch.tensor(-1))], x[torch.tensor(-1)])
+
+
+def test_large_advanced_index_and_put():
+    x = torch.randn(300, 400)
+    i = torch.randint(-300, 300, (500, 60))
+    j = torch.randint(-400, 400, (60,))
+    same(dev(x)[dev(i), dev(j)], x[i, j])                      # parallel path, broadcast indices
+    v = torch.randn(500, 60)
+    got = dev(x).index_put_((dev(i), dev(j)), dev(v), accumulate=True)
+    torch.testing.assert_close(got.cpu(), x.clone().index_put_((i, j), v, accumulate=True))
+
+
+def test_more_index_tensors_than_the_kernel_takes_fall_back():
+    x = torch.randn(*([2] * 7))
+    idx = [torch.tensor([1, 0])] * 7
+    with fallback_mode("silent"):
+        same(dev(x)[tuple(dev(t) for t in idx)], x[tuple(idx)])
+    torchneuron._C.reset_fallback_stats()
