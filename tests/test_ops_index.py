@@ -424,3 +424,18 @@ def test_more_index_tensors_than_the_kernel_takes_fall_back():
     with fallback_mode("silent"):
         same(dev(x)[tuple(dev(t) for t in idx)], x[tuple(idx)])
     torchneuron._C.reset_fallback_stats()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int32, torch.int64])
+@pytest.mark.parametrize("reduce", ["prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_index_reduce(dtype, reduce, include_self):
+    x = make((5, 4), dtype)
+    src = make((6, 4), dtype, 21)
+    if reduce == "prod" and dtype.is_floating_point:
+        src = src.sign() + (src == 0).to(dtype)
+    idx = torch.tensor([4, 0, 4, 1, 4, -0])
+    got = dev(x).index_reduce(0, dev(idx), dev(src), reduce, include_self=include_self)
+    same(got, x.index_reduce(0, idx, src, reduce, include_self=include_self))
+    got = dev(x).t().index_reduce_(1, dev(idx), dev(src).t(), reduce, include_self=include_self)
+    same(got, x.t().clone().index_reduce_(1, idx, src.t(), reduce, include_self=include_self))

@@ -2,8 +2,8 @@
 //
 // Three kernels do all of it (see neuron_kernels.h):
 //   GATHER_SCATTER  gather, scatter (src, value, reduce=), scatter_add,
-//                   scatter_reduce.two, index_select, index_add, embedding's
-//                   backward (1-d indices become a stride-0 index operand);
+//                   scatter_reduce.two, index_select, index_add,
+//                   index_reduce, embedding's backward (1-d indices become a stride-0 index operand);
 //   INDEX           ATen's advanced-index iterator: index.Tensor, index_put_
 //                   (_index_put_impl_), take, put_, index_fill_, index_copy;
 //   MASKED          masked_fill_, masked_scatter_, masked_select, nonzero.
@@ -37,6 +37,7 @@
 #include <ATen/ops/index_copy_native.h>
 #include <ATen/ops/index_fill_native.h>
 #include <ATen/ops/index_native.h>
+#include <ATen/ops/index_reduce_meta.h>
 #include <ATen/ops/put_native.h>
 #include <ATen/ops/scatter_add_native.h>
 #include <ATen/ops/scatter_native.h>
@@ -394,6 +395,28 @@ struct IndexAdd : at::meta::structured_index_add {
   }
 };
 
+// index_reduce: self[..., index[j], ...] = reduce(self?, source[..., j, ...])
+struct IndexReduce : at::meta::structured_index_reduce {
+  void impl(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
+            c10::string_view reduce, bool include_self, const at::Tensor& result) {
+    if (!result.is_same(self)) result.copy_(self);
+    if (index.numel() == 0) return;
+    at::Tensor r = result.dim() == 0 ? result.unsqueeze(0) : result;
+    at::Tensor s = source.dim() == 0 ? source.unsqueeze(0) : source;
+    GatherScatter g;
+    g.dim = dim;
+    g.op = scatter_op_of(at::native::get_reduction_enum(reduce));
+    g.include_self = include_self;
+    at::Tensor count;
+    if (g.op == NK_SCATTER_MEAN) {
+      count = empty_neuron(r.sizes(), at::kLong, r.device());
+      fill_scalar(count, 0);
+    }
+    launch_gather_scatter("aten::index_reduce", g, r, expanded_index(index, s, dim), &s,
+                          count.defined() ? &count : nullptr);
+  }
+};
+
 struct ScatterReduceTwo : at::meta::structured_scatter_reduce_two {
   void impl(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
             c10::string_view reduce, bool include_self, const at::Tensor& out) {
@@ -458,6 +481,8 @@ template <>
 const char* WithDim<IndexAdd, const c10::Scalar&>::name = "aten::index_add";
 template <>
 const char* WithDim<at::native::structured_index_copy_out>::name = "aten::index_copy";
+template <>
+const char* WithDim<IndexReduce, c10::string_view, bool>::name = "aten::index_reduce";
 
 // ---- index.Tensor ----------------------------------------------------------
 
@@ -793,6 +818,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("index_add", TORCH_FN(IndexAddOps::functional));
   m.impl("index_add_", TORCH_FN(IndexAddOps::inplace));
   m.impl("index_add.out", TORCH_FN(IndexAddOps::out));
+  using IndexReduceOps = WithDim<IndexReduce, c10::string_view, bool>;
+  m.impl("index_reduce", TORCH_FN(IndexReduceOps::functional));
+  m.impl("index_reduce_", TORCH_FN(IndexReduceOps::inplace));
+  m.impl("index_reduce.out", TORCH_FN(IndexReduceOps::out));
   using IndexCopyOps = WithDim<at::native::structured_index_copy_out>;
   m.impl("index_copy", TORCH_FN(IndexCopyOps::functional));
   m.impl("index_copy_", TORCH_FN(IndexCopyOps::inplace));
