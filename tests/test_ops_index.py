@@ -359,7 +359,21 @@ def test_errors_like_cpu():
 
 def test_complex_falls_back():
     x = torch.randn(3, 4, dtype=torch.complex64)
+    i = torch.tensor([2, 0])
+    m = torch.rand(3, 4) > 0.5
     with fallback_mode("silent"):
+        same(dev(x).index_add(0, dev(i), dev(x[:2])), x.index_add(0, i, x[:2]))
+        same(dev(x).index_copy(0, dev(i), dev(x[:2])), x.index_copy(0, i, x[:2]))
+        same(torch.gather(dev(x), 0, dev(i.view(2, 1))), torch.gather(x, 0, i.view(2, 1)))
+        same(dev(x).scatter_add(0, dev(i.view(2, 1)), dev(x)), x.scatter_add(0, i.view(2, 1), x))
+        same(dev(x).masked_fill(dev(m), 1j), x.masked_fill(m, 1j))
+        same(torch.nonzero(dev(x)), torch.nonzero(x))
+        same(torch.masked_select(dev(x), dev(m)), torch.masked_select(x, m))
+        d = dev(x)
+        d[dev(i)] = dev(x[:2])
+        e = x.clone()
+        e[i] = x[:2]
+        same(d, e)
         same(torch.index_select(dev(x), 0, dev(torch.tensor([2, 0]))), torch.index_select(x, 0, torch.tensor([2, 0])))
         same(dev(x)[dev(torch.tensor([1]))], x[torch.tensor([1])])
     torchneuron._C.reset_fallback_stats()

@@ -64,6 +64,10 @@ static int plan_gs(const nrt_task *task, nrt_exec_ctx *ctx, gs_plan *g) {
     return -1;
   }
   int expected = p->gather ? 3 : (p->has_value ? 2 : 3) + (p->op == NK_SCATTER_MEAN);
+  if (p->has_value && p->op == NK_SCATTER_MEAN) {
+    nrt_exec_fail(ctx, "scatter: a mean needs a src operand");
+    return -1;
+  }
   if (p->gather && (p->has_value || p->op != NK_SCATTER_ASSIGN)) {
     nrt_exec_fail(ctx, "gather: takes no value or reduction");
     return -1;
