@@ -353,6 +353,13 @@ def test_errors_like_cpu():
         x.scatter(0, dev(torch.zeros(1, 4, dtype=torch.long)), dev(torch.ones(1, 4, dtype=torch.float64)))
     with pytest.raises(IndexError, match="too many indices"):
         x[dev(torch.tensor([0])), dev(torch.tensor([0])), dev(torch.tensor([0]))]
+    with pytest.raises(RuntimeError, match="same device"):
+        x.scatter(0, dev(torch.zeros(1, 4, dtype=torch.long)), torch.ones(1, 4))   # CPU src
+    with pytest.raises(RuntimeError, match="same device"):
+        x.index_add(0, torch.tensor([0]), dev(torch.ones(1, 4)))                  # CPU index
+    d = dev(torch.zeros(3))
+    d.index_put_((dev(torch.tensor([1, 1])),), torch.tensor(2.0), accumulate=True)  # CPU 0-dim value
+    same(d, torch.tensor([0.0, 4.0, 0.0]))
     with pytest.raises(RuntimeError, match="boolean masks"):
         x.masked_fill_(dev(torch.ones(3, 4, dtype=torch.int64)), 1)
 

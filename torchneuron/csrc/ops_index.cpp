@@ -64,6 +64,9 @@ nrt_operand operand_of(const at::TensorBase& t) {
 // only along `dim` (stride 0 elsewhere): index_select/index_add as gather/
 // scatter.
 nrt_operand expanded_index(const at::Tensor& index, const at::Tensor& like, int64_t dim) {
+  TORCH_CHECK(index.device() == like.device(),
+              "Expected all tensors to be on the same device, but found at least two devices, ",
+              like.device(), " and ", index.device(), "! (the index)");
   nrt_operand op = operand_of(index);
   const int64_t step = index.dim() == 0 ? 0 : index.stride(0) * index.element_size();
   op.ndim = static_cast<int32_t>(like.dim());
@@ -100,6 +103,9 @@ struct GatherScatter {
 void launch_gather_scatter(const char* name, const GatherScatter& g, const at::Tensor& dst,
                            const nrt_operand& index, const at::Tensor* other,
                            const at::Tensor* count = nullptr) {
+  TORCH_CHECK(!other || other->device() == dst.device(),
+              "Expected all tensors to be on the same device, but found at least two devices, ",
+              dst.device(), " and ", other->device(), "! (in ", name, ")");
   Task task(NK_KERNEL_GATHER_SCATTER, name, 2);
   *task.operand(0) = operand_of(dst);
   *task.operand(1) = index;
@@ -123,6 +129,9 @@ void launch_gather_scatter(const char* name, const GatherScatter& g, const at::T
                            const at::Tensor& index, const at::Tensor* other,
                            const at::Tensor* count = nullptr) {
   if (index.numel() == 0) return;
+  TORCH_CHECK(index.device() == dst.device(),
+              "Expected all tensors to be on the same device, but found at least two devices, ",
+              dst.device(), " and ", index.device(), "! (index of ", name, ")");
   launch_gather_scatter(name, g, dst, operand_of(index), other, count);
 }
 
@@ -178,6 +187,12 @@ void scatter_scalar_reduce_kernel(const at::Tensor& self, const int64_t dim, con
 
 // ---- the INDEX kernel's stubs ---------------------------------------------
 
+at::Tensor device_scalar(const c10::Scalar& v, c10::ScalarType dtype, c10::Device device) {
+  at::Tensor t = empty_neuron({}, dtype, device);
+  fill_scalar(t, v);
+  return t;
+}
+
 struct IndexLaunch {
   Task task;
   std::vector<at::Tensor> keep;
@@ -185,6 +200,11 @@ struct IndexLaunch {
   nk_index_params* params() { return task.params<nk_index_params>(); }
   void add(const nrt_operand& op) { *task.operand(task.t.n_operands++) = op; }
   void add(const at::TensorIteratorBase& iter, int arg) {
+    if (iter.is_cpu_scalar(arg)) {  // a 0-dim CPU value: copied, never read from the host
+      add_broadcast(iter, device_scalar(at::Tensor(iter.tensor_base(arg)).item(), iter.dtype(arg),
+                                        iter.device(0)));
+      return;
+    }
     nrt_operand op;
     TORCH_CHECK(describe(iter, arg, &op), "neuron index: operand ", arg, " is not native");
     add(op);
@@ -295,8 +315,12 @@ IndexInfo make_index_info(at::Tensor self, const c10::List<std::optional<at::Ten
 // _index_put_impl_ sends accumulate (and deterministic) puts on non-CPU
 // devices here; the INDEX kernel's put is serial, so deterministic already.
 void index_put_with_sort_kernel(at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices,
-                                const at::Tensor& value, bool accumulate, bool unsafe) {
+                                const at::Tensor& value_arg, bool accumulate, bool unsafe) {
   (void)unsafe;
+  at::Tensor value = value_arg;
+  if (value.device() != self.device() && value.numel() == 1 && value.dim() == 0) {
+    value = value.to(self.device());
+  }
   IndexInfo info = make_index_info(self, indices);
   TORCH_CHECK(at::is_expandable_to(value.sizes(), info.src.sizes()), "shape mismatch: value tensor of shape ",
               value.sizes(), " cannot be broadcast to indexing result of shape ", info.src.sizes());
@@ -312,12 +336,6 @@ void index_put_with_sort_kernel(at::Tensor& self, const c10::List<std::optional<
   for (auto& index : info.indices) config.add_const_input(index);
   auto iter = config.build();
   index_put_kernel(iter, info.indexed_sizes, info.indexed_strides, accumulate);
-}
-
-at::Tensor device_scalar(const c10::Scalar& v, c10::ScalarType dtype, c10::Device device) {
-  at::Tensor t = empty_neuron({}, dtype, device);
-  fill_scalar(t, v);
-  return t;
 }
 
 // iter: [0] self restrided (stride 0 along dim), [1] index restrided
