@@ -360,6 +360,8 @@ def test_errors_like_cpu():
     d = dev(torch.zeros(3))
     d.index_put_((dev(torch.tensor([1, 1])),), torch.tensor(2.0), accumulate=True)  # CPU 0-dim value
     same(d, torch.tensor([0.0, 4.0, 0.0]))
+    with pytest.raises(RuntimeError, match="same device"):
+        x.masked_fill(torch.tensor(True), 1.0)                                     # CPU mask
     with pytest.raises(RuntimeError, match="boolean masks"):
         x.masked_fill_(dev(torch.ones(3, 4, dtype=torch.int64)), 1)
 

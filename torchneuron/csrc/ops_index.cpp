@@ -691,9 +691,16 @@ int64_t count_nonzero_sync(const char* name, const at::Tensor& t) {
   return c.item<int64_t>();
 }
 
+// What cuda's masked ops say for a mask on another device.
+void check_mask_device(const at::Tensor& self, const at::Tensor& mask) {
+  TORCH_CHECK(self.device() == mask.device(), "expected self and mask to be on the same device, but got mask on ",
+              mask.device(), " and self on ", self.device());
+}
+
 at::Tensor& masked_fill_impl(at::Tensor& self, const at::Tensor& mask, const c10::Scalar& value) {
   TORCH_CHECK(mask.scalar_type() == at::kBool,
               "masked_fill_ only supports boolean masks, but got mask with dtype ", mask.scalar_type());
+  check_mask_device(self, mask);
   if (at::has_internal_overlap(self) == at::MemOverlap::Yes) {
     TORCH_WARN("Use of masked_fill_ on expanded tensors is deprecated. "
                "Please clone() the tensor before performing this operation. "
@@ -746,6 +753,9 @@ at::Tensor& masked_scatter_(at::Tensor& self, const at::Tensor& mask, const at::
   TORCH_CHECK(mask.scalar_type() == at::kBool || mask.scalar_type() == at::kByte,
               "masked_scatter_ only supports boolean masks, but got mask with dtype ",
               mask.scalar_type());
+  check_mask_device(self, mask);
+  TORCH_CHECK(source.device() == self.device(), "masked_scatter_: expected source on ", self.device(),
+              " but got ", source.device());
   auto b_mask = at::expand_inplace(self, mask, "masked_scatter_");
   if (self.numel() == 0) return self;
   at::Tensor src = source.contiguous().view({-1});
@@ -766,6 +776,7 @@ at::Tensor& masked_select_out(const at::Tensor& self, const at::Tensor& mask, at
   at::assert_no_internal_overlap(result);
   at::assert_no_overlap(result, self);
   at::assert_no_overlap(result, mask);
+  check_mask_device(self, mask);
   auto [m, s] = at::expand_outplace(mask, self);
   const int64_t n = count_nonzero_sync("aten::masked_select", *m);
   at::native::resize_output(result, {n});
