@@ -178,7 +178,7 @@ NK_INLINE bool gather_elem(gs_plan *g, const int64_t *off, int64_t j) {
   if (!gs_index(g, off, j, &i)) return false;
   char *o = g->data[0] + off[0] + j * g->strides[0][g->dim];
   const char *s = g->data[2] + off[2] + i * g->self_stride;
-  if (g->dtype[0] == g->dtype[2]) memcpy(o, s, nk_dtype_size(g->dtype[0]));
+  if (g->dtype[0] == g->dtype[2]) nk_copy_elem(o, s, nk_dtype_size(g->dtype[0]));
   else nk_convert(g->dtype[2], g->dtype[0], o, s);
   return true;
 }
@@ -206,7 +206,7 @@ NK_INLINE void scatter_elem(gs_plan *g, const int64_t *off, int64_t j, int phase
     ts = g->dtype[2];
   }
   if (op == NK_SCATTER_ASSIGN) {
-    if (ts == td) memcpy(dst, src, nk_dtype_size(td));
+    if (ts == td) nk_copy_elem(dst, src, nk_dtype_size(td));
     else nk_convert(ts, td, dst, src);
     return;
   }
