@@ -250,6 +250,21 @@ static void dim_major(gs_plan *g, int64_t w) {
   const int64_t n = g->lines - first < GS_BLOCK ? g->lines - first : GS_BLOCK;
   for (int64_t l = 0; l < n; l++) line_offsets(g, first + l, off[l]);
   if (g->p->gather) {
+    /* index_select of contiguous rows: the lines share their index and are
+     * neighbours in out and self, so each index moves one span of bytes */
+    const int64_t es = (int64_t)nk_dtype_size(g->dtype[0]);
+    bool rows = g->dtype[0] == g->dtype[2];
+    for (int64_t l = 1; rows && l < n; l++)
+      rows = off[l][1] == off[0][1] && off[l][0] == off[0][0] + l * es && off[l][2] == off[0][2] + l * es;
+    if (rows) {
+      for (int64_t j = 0; j < g->line_len; j++) {
+        int64_t i;
+        if (!gs_index(g, off[0], j, &i)) return;
+        memcpy(g->data[0] + off[0][0] + j * g->strides[0][g->dim],
+               g->data[2] + off[0][2] + i * g->self_stride, (size_t)(n * es));
+      }
+      return;
+    }
     for (int64_t j = 0; j < g->line_len; j++)
       for (int64_t l = 0; l < n; l++)
         if (!gather_elem(g, off[l], j)) return;
