@@ -283,9 +283,9 @@ def test_embedding_forward_backward():
     w = torch.randn(10, 4, requires_grad=True)
     wd = dev(w.detach()).requires_grad_()
     idx = torch.tensor([[1, 2, 1], [9, 0, 1]])
-    for pad in [None, 1]:
-        out = torch.nn.functional.embedding(idx, w, padding_idx=pad)
-        outd = torch.nn.functional.embedding(dev(idx), wd, padding_idx=pad)
+    for pad, freq in [(None, False), (1, False), (None, True), (2, True)]:
+        out = torch.nn.functional.embedding(idx, w, padding_idx=pad, scale_grad_by_freq=freq)
+        outd = torch.nn.functional.embedding(dev(idx), wd, padding_idx=pad, scale_grad_by_freq=freq)
         same(outd, out.detach())
         g = torch.randn_like(out)
         out.backward(g)
@@ -353,13 +353,36 @@ def test_errors_like_cpu():
         x.scatter(0, dev(torch.zeros(1, 4, dtype=torch.long)), dev(torch.ones(1, 4, dtype=torch.float64)))
     with pytest.raises(IndexError, match="too many indices"):
         x[dev(torch.tensor([0])), dev(torch.tensor([0])), dev(torch.tensor([0]))]
+    with pytest.raises(RuntimeError, match="same device"):
+        x.scatter(0, dev(torch.zeros(1, 4, dtype=torch.long)), torch.ones(1, 4))   # CPU src
+    with pytest.raises(RuntimeError, match="same device"):
+        x.index_add(0, torch.tensor([0]), dev(torch.ones(1, 4)))                  # CPU index
+    d = dev(torch.zeros(3))
+    d.index_put_((dev(torch.tensor([1, 1])),), torch.tensor(2.0), accumulate=True)  # CPU 0-dim value
+    same(d, torch.tensor([0.0, 4.0, 0.0]))
+    with pytest.raises(RuntimeError, match="same device"):
+        x.masked_fill(torch.tensor(True), 1.0)                                     # CPU mask
     with pytest.raises(RuntimeError, match="boolean masks"):
         x.masked_fill_(dev(torch.ones(3, 4, dtype=torch.int64)), 1)
 
 
 def test_complex_falls_back():
     x = torch.randn(3, 4, dtype=torch.complex64)
+    i = torch.tensor([2, 0])
+    m = torch.rand(3, 4) > 0.5
     with fallback_mode("silent"):
+        same(dev(x).index_add(0, dev(i), dev(x[:2])), x.index_add(0, i, x[:2]))
+        same(dev(x).index_copy(0, dev(i), dev(x[:2])), x.index_copy(0, i, x[:2]))
+        same(torch.gather(dev(x), 0, dev(i.view(2, 1))), torch.gather(x, 0, i.view(2, 1)))
+        same(dev(x).scatter_add(0, dev(i.view(2, 1)), dev(x)), x.scatter_add(0, i.view(2, 1), x))
+        same(dev(x).masked_fill(dev(m), 1j), x.masked_fill(m, 1j))
+        same(torch.nonzero(dev(x)), torch.nonzero(x))
+        same(torch.masked_select(dev(x), dev(m)), torch.masked_select(x, m))
+        d = dev(x)
+        d[dev(i)] = dev(x[:2])
+        e = x.clone()
+        e[i] = x[:2]
+        same(d, e)
         same(torch.index_select(dev(x), 0, dev(torch.tensor([2, 0]))), torch.index_select(x, 0, torch.tensor([2, 0])))
         same(dev(x)[dev(torch.tensor([1]))], x[torch.tensor([1])])
     torchneuron._C.reset_fallback_stats()
@@ -381,3 +404,61 @@ def test_accumulation_does_not_depend_on_thread_count():
     one = check_python(code, env={"TORCHNEURON_NUM_THREADS": "1"})
     many = check_python(code, env={"TORCHNEURON_NUM_THREADS": "8"})
     assert one == many and one.strip()
+
+
+def test_out_variants_non_contiguous_and_zero_dim():
+    x = torch.randn(6, 5)
+    idx = torch.tensor([4, 0, 2])
+    out = dev(torch.empty(5, 3)).t()                           # non-contiguous out of the right size
+    torch.index_select(dev(x), 0, dev(idx), out=out)
+    same(out, torch.index_select(x, 0, idx))
+    gi = torch.randint(0, 6, (3, 5))
+    out = dev(torch.empty(5, 3)).t()
+    torch.gather(dev(x), 0, dev(gi), out=out)
+    same(out, torch.gather(x, 0, gi))
+    m = torch.randn(5, 6) > 0
+    res = torch.empty(0, device=DEV)
+    torch.masked_select(dev(x), dev(m).t(), out=res)
+    same(res, torch.masked_select(x, m.t()))
+    nz = torch.empty(0, dtype=torch.long, device=DEV)
+    torch.nonzero(dev(m), out=nz)
+    same(nz, torch.nonzero(m))
+    s = torch.tensor(1.5)
+    same(dev(s).masked_fill(dev(torch.tensor(True)), 0), s.masked_fill(torch.tensor(True), 0))
+    d = dev(torch.zeros(3))
+    d[dev(torch.tensor(1))] = 5                                # 0-dim index
+    same(d, torch.tensor([0.0, 5.0, 0.0]))
+    same(dev(x)[dev(torch.tensor(-1))], x[torch.tensor(-1)])
+
+
+def test_large_advanced_index_and_put():
+    x = torch.randn(300, 400)
+    i = torch.randint(-300, 300, (500, 60))
+    j = torch.randint(-400, 400, (60,))
+    same(dev(x)[dev(i), dev(j)], x[i, j])                      # parallel path, broadcast indices
+    v = torch.randn(500, 60)
+    got = dev(x).index_put_((dev(i), dev(j)), dev(v), accumulate=True)
+    torch.testing.assert_close(got.cpu(), x.clone().index_put_((i, j), v, accumulate=True))
+
+
+def test_more_index_tensors_than_the_kernel_takes_fall_back():
+    x = torch.randn(*([2] * 7))
+    idx = [torch.tensor([1, 0])] * 7
+    with fallback_mode("silent"):
+        same(dev(x)[tuple(dev(t) for t in idx)], x[tuple(idx)])
+    torchneuron._C.reset_fallback_stats()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int32, torch.int64])
+@pytest.mark.parametrize("reduce", ["prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_index_reduce(dtype, reduce, include_self):
+    x = make((5, 4), dtype)
+    src = make((6, 4), dtype, 21)
+    if reduce == "prod" and dtype.is_floating_point:
+        src = src.sign() + (src == 0).to(dtype)
+    idx = torch.tensor([4, 0, 4, 1, 4, -0])
+    got = dev(x).index_reduce(0, dev(idx), dev(src), reduce, include_self=include_self)
+    same(got, x.index_reduce(0, idx, src, reduce, include_self=include_self))
+    got = dev(x).t().index_reduce_(1, dev(idx), dev(src).t(), reduce, include_self=include_self)
+    same(got, x.t().clone().index_reduce_(1, idx, src.t(), reduce, include_self=include_self))

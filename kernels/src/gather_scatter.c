@@ -64,6 +64,10 @@ static int plan_gs(const nrt_task *task, nrt_exec_ctx *ctx, gs_plan *g) {
     return -1;
   }
   int expected = p->gather ? 3 : (p->has_value ? 2 : 3) + (p->op == NK_SCATTER_MEAN);
+  if (p->has_value && p->op == NK_SCATTER_MEAN) {
+    nrt_exec_fail(ctx, "scatter: a mean needs a src operand");
+    return -1;
+  }
   if (p->gather && (p->has_value || p->op != NK_SCATTER_ASSIGN)) {
     nrt_exec_fail(ctx, "gather: takes no value or reduction");
     return -1;
@@ -174,7 +178,7 @@ NK_INLINE bool gather_elem(gs_plan *g, const int64_t *off, int64_t j) {
   if (!gs_index(g, off, j, &i)) return false;
   char *o = g->data[0] + off[0] + j * g->strides[0][g->dim];
   const char *s = g->data[2] + off[2] + i * g->self_stride;
-  if (g->dtype[0] == g->dtype[2]) memcpy(o, s, nk_dtype_size(g->dtype[0]));
+  if (g->dtype[0] == g->dtype[2]) nk_copy_elem(o, s, nk_dtype_size(g->dtype[0]));
   else nk_convert(g->dtype[2], g->dtype[0], o, s);
   return true;
 }
@@ -202,7 +206,7 @@ NK_INLINE void scatter_elem(gs_plan *g, const int64_t *off, int64_t j, int phase
     ts = g->dtype[2];
   }
   if (op == NK_SCATTER_ASSIGN) {
-    if (ts == td) memcpy(dst, src, nk_dtype_size(td));
+    if (ts == td) nk_copy_elem(dst, src, nk_dtype_size(td));
     else nk_convert(ts, td, dst, src);
     return;
   }
@@ -246,6 +250,21 @@ static void dim_major(gs_plan *g, int64_t w) {
   const int64_t n = g->lines - first < GS_BLOCK ? g->lines - first : GS_BLOCK;
   for (int64_t l = 0; l < n; l++) line_offsets(g, first + l, off[l]);
   if (g->p->gather) {
+    /* index_select of contiguous rows: the lines share their index and are
+     * neighbours in out and self, so each index moves one span of bytes */
+    const int64_t es = (int64_t)nk_dtype_size(g->dtype[0]);
+    bool rows = g->dtype[0] == g->dtype[2];
+    for (int64_t l = 1; rows && l < n; l++)
+      rows = off[l][1] == off[0][1] && off[l][0] == off[0][0] + l * es && off[l][2] == off[0][2] + l * es;
+    if (rows) {
+      for (int64_t j = 0; j < g->line_len; j++) {
+        int64_t i;
+        if (!gs_index(g, off[0], j, &i)) return;
+        memcpy(g->data[0] + off[0][0] + j * g->strides[0][g->dim],
+               g->data[2] + off[0][2] + i * g->self_stride, (size_t)(n * es));
+      }
+      return;
+    }
     for (int64_t j = 0; j < g->line_len; j++)
       for (int64_t l = 0; l < n; l++)
         if (!gather_elem(g, off[l], j)) return;

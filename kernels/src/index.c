@@ -43,7 +43,7 @@ static void index_loop(void *arg, int64_t n, char *const *data, const int64_t *s
     int64_t off;
     if (!element_offset(x, data, s, i, &off)) return;
     const char *from = data[1] + i * s[1] + off;
-    if (x->out == x->src) memcpy(data[0] + i * s[0], from, es);
+    if (x->out == x->src) nk_copy_elem(data[0] + i * s[0], from, es);
     else nk_convert(x->src, x->out, data[0] + i * s[0], from);
   }
 }
@@ -59,7 +59,7 @@ static void put_loop(void *arg, int64_t n, char *const *data, const int64_t *s) 
     char *to = data[0] + i * s[0] + off;
     const char *v = data[1] + i * s[1];
     if (x->p->accumulate) nk_reduce_at(NK_SCATTER_ADD, x->out, to, x->src, v, &one, false);
-    else if (x->out == x->src) memcpy(to, v, es);
+    else if (x->out == x->src) nk_copy_elem(to, v, es);
     else nk_convert(x->src, x->out, to, v);
   }
 }

@@ -44,6 +44,16 @@ static inline int nk_index_error_report(nk_index_error *e, nrt_exec_ctx *ctx) {
   return -1;
 }
 
+/* one element of es bytes (1, 2, 4 or 8): constant-size moves, not a call */
+NK_INLINE void nk_copy_elem(void *dst, const void *src, size_t es) {
+  switch (es) {
+  case 1: memcpy(dst, src, 1); break;
+  case 2: memcpy(dst, src, 2); break;
+  case 4: memcpy(dst, src, 4); break;
+  default: memcpy(dst, src, 8); break;
+  }
+}
+
 NK_INLINE bool nk_index_dtype_ok(int32_t t) { return t == NRT_INT32 || t == NRT_INT64; }
 
 NK_INLINE int64_t nk_read_index(nrt_dtype t, const void *p) {

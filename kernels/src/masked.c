@@ -117,7 +117,7 @@ static void write_row(masked_plan *m, char *const *ptr, const int64_t *step, int
       if (pos >= p->count) { atomic_store(&m->overflow, 1); return; }
       const nrt_dtype ts = (nrt_dtype)m->ops[2].dtype;
       char *o = (char *)m->ops[0].data + pos * m->out_stride;
-      if (ts == t0) memcpy(o, ptr[1] + i * step[1], nk_dtype_size(t0));
+      if (ts == t0) nk_copy_elem(o, ptr[1] + i * step[1], nk_dtype_size(t0));
       else nk_convert(ts, t0, o, ptr[1] + i * step[1]);
       break;
     }
@@ -125,7 +125,7 @@ static void write_row(masked_plan *m, char *const *ptr, const int64_t *step, int
       if (pos >= m->src_size) { atomic_store(&m->overflow, 1); return; }
       const nrt_dtype ts = (nrt_dtype)m->ops[2].dtype;
       const char *s = (const char *)m->ops[2].data + pos * m->src_stride;
-      if (ts == t0) memcpy(ptr[1] + i * step[1], s, nk_dtype_size(t0));
+      if (ts == t0) nk_copy_elem(ptr[1] + i * step[1], s, nk_dtype_size(t0));
       else nk_convert(ts, t0, ptr[1] + i * step[1], s);
       break;
     }
@@ -160,7 +160,7 @@ static void fill_loop(void *arg, int64_t n, char *const *data, const int64_t *s)
   const fill_ctx *f = arg;
   const size_t es = nk_dtype_size(f->out);
   for (int64_t i = 0; i < n; i++)
-    if (nk_load_bool(f->mask, data[1] + i * s[1])) memcpy(data[0] + i * s[0], f->value, es);
+    if (nk_load_bool(f->mask, data[1] + i * s[1])) nk_copy_elem(data[0] + i * s[0], f->value, es);
 }
 
 static int same_shape(const nrt_operand *a, const nrt_operand *b) {

@@ -291,6 +291,29 @@ static void test_scatter_rows(void) {
   tk_free(self), tk_free(src), tk_free(count), tk_free(di);
 }
 
+/* index_select's shape: whole rows moved per index (and a bad one caught) */
+static void test_gather_rows(void) {
+  enum { R = 7, C = 300, K = 50 };
+  float *self = tk_alloc(R * C * 4), *out = tk_alloc(K * C * 4);
+  int64_t idx[K];
+  for (int i = 0; i < R * C; i++) self[i] = (float)i;
+  for (int k = 0; k < K; k++) idx[k] = (k * 3) % R;
+  int64_t *di = dev_copy(idx, sizeof idx);
+  int64_t ssz[2] = {R, C}, osz[2] = {K, C}, ist[2] = {1, 0};
+  nrt_operand ops[3] = {tk_operand(out, NRT_FLOAT32, 2, osz, NULL), tk_operand(di, NRT_INT64, 2, osz, ist),
+                        tk_operand(self, NRT_FLOAT32, 2, ssz, NULL)};
+  nk_gather_scatter_params p = {.gather = 1};
+  nrt_task t = gs_task(&p, 3, ops);
+  CHECK_OK(tk_run(&t));
+  int ok = 1;
+  for (int k = 0; k < K; k++)
+    for (int c = 0; c < C; c++) ok &= out[k * C + c] == self[idx[k] * C + c];
+  CHECK(ok);
+  di[K - 1] = R;
+  CHECK(tk_fails_with(&t, "index 7 is out of bounds for dimension 0 with size 7"));
+  tk_free(self), tk_free(out), tk_free(di);
+}
+
 /* ------------------------------------------------------------------ index */
 
 static void test_index(void) {
@@ -490,6 +513,7 @@ static void tests(void) {
   test_scatter_misc();
   test_scatter_parallel();
   test_scatter_rows();
+  test_gather_rows();
   test_index();
   test_masked();
   test_nonzero_parallel();

@@ -2,8 +2,8 @@
 //
 // Three kernels do all of it (see neuron_kernels.h):
 //   GATHER_SCATTER  gather, scatter (src, value, reduce=), scatter_add,
-//                   scatter_reduce.two, index_select, index_add, embedding's
-//                   backward (1-d indices become a stride-0 index operand);
+//                   scatter_reduce.two, index_select, index_add,
+//                   index_reduce, embedding's backward (1-d indices become a stride-0 index operand);
 //   INDEX           ATen's advanced-index iterator: index.Tensor, index_put_
 //                   (_index_put_impl_), take, put_, index_fill_, index_copy;
 //   MASKED          masked_fill_, masked_scatter_, masked_select, nonzero.
@@ -37,6 +37,7 @@
 #include <ATen/ops/index_copy_native.h>
 #include <ATen/ops/index_fill_native.h>
 #include <ATen/ops/index_native.h>
+#include <ATen/ops/index_reduce_meta.h>
 #include <ATen/ops/put_native.h>
 #include <ATen/ops/scatter_add_native.h>
 #include <ATen/ops/scatter_native.h>
@@ -63,6 +64,9 @@ nrt_operand operand_of(const at::TensorBase& t) {
 // only along `dim` (stride 0 elsewhere): index_select/index_add as gather/
 // scatter.
 nrt_operand expanded_index(const at::Tensor& index, const at::Tensor& like, int64_t dim) {
+  TORCH_CHECK(index.device() == like.device(),
+              "Expected all tensors to be on the same device, but found at least two devices, ",
+              like.device(), " and ", index.device(), "! (the index)");
   nrt_operand op = operand_of(index);
   const int64_t step = index.dim() == 0 ? 0 : index.stride(0) * index.element_size();
   op.ndim = static_cast<int32_t>(like.dim());
@@ -99,6 +103,9 @@ struct GatherScatter {
 void launch_gather_scatter(const char* name, const GatherScatter& g, const at::Tensor& dst,
                            const nrt_operand& index, const at::Tensor* other,
                            const at::Tensor* count = nullptr) {
+  TORCH_CHECK(!other || other->device() == dst.device(),
+              "Expected all tensors to be on the same device, but found at least two devices, ",
+              dst.device(), " and ", other->device(), "! (in ", name, ")");
   Task task(NK_KERNEL_GATHER_SCATTER, name, 2);
   *task.operand(0) = operand_of(dst);
   *task.operand(1) = index;
@@ -122,6 +129,9 @@ void launch_gather_scatter(const char* name, const GatherScatter& g, const at::T
                            const at::Tensor& index, const at::Tensor* other,
                            const at::Tensor* count = nullptr) {
   if (index.numel() == 0) return;
+  TORCH_CHECK(index.device() == dst.device(),
+              "Expected all tensors to be on the same device, but found at least two devices, ",
+              dst.device(), " and ", index.device(), "! (index of ", name, ")");
   launch_gather_scatter(name, g, dst, operand_of(index), other, count);
 }
 
@@ -177,6 +187,12 @@ void scatter_scalar_reduce_kernel(const at::Tensor& self, const int64_t dim, con
 
 // ---- the INDEX kernel's stubs ---------------------------------------------
 
+at::Tensor device_scalar(const c10::Scalar& v, c10::ScalarType dtype, c10::Device device) {
+  at::Tensor t = empty_neuron({}, dtype, device);
+  fill_scalar(t, v);
+  return t;
+}
+
 struct IndexLaunch {
   Task task;
   std::vector<at::Tensor> keep;
@@ -184,6 +200,11 @@ struct IndexLaunch {
   nk_index_params* params() { return task.params<nk_index_params>(); }
   void add(const nrt_operand& op) { *task.operand(task.t.n_operands++) = op; }
   void add(const at::TensorIteratorBase& iter, int arg) {
+    if (iter.is_cpu_scalar(arg)) {  // a 0-dim CPU value: copied, never read from the host
+      add_broadcast(iter, device_scalar(at::Tensor(iter.tensor_base(arg)).item(), iter.dtype(arg),
+                                        iter.device(0)));
+      return;
+    }
     nrt_operand op;
     TORCH_CHECK(describe(iter, arg, &op), "neuron index: operand ", arg, " is not native");
     add(op);
@@ -294,8 +315,12 @@ IndexInfo make_index_info(at::Tensor self, const c10::List<std::optional<at::Ten
 // _index_put_impl_ sends accumulate (and deterministic) puts on non-CPU
 // devices here; the INDEX kernel's put is serial, so deterministic already.
 void index_put_with_sort_kernel(at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices,
-                                const at::Tensor& value, bool accumulate, bool unsafe) {
+                                const at::Tensor& value_arg, bool accumulate, bool unsafe) {
   (void)unsafe;
+  at::Tensor value = value_arg;
+  if (value.device() != self.device() && value.numel() == 1 && value.dim() == 0) {
+    value = value.to(self.device());
+  }
   IndexInfo info = make_index_info(self, indices);
   TORCH_CHECK(at::is_expandable_to(value.sizes(), info.src.sizes()), "shape mismatch: value tensor of shape ",
               value.sizes(), " cannot be broadcast to indexing result of shape ", info.src.sizes());
@@ -311,12 +336,6 @@ void index_put_with_sort_kernel(at::Tensor& self, const c10::List<std::optional<
   for (auto& index : info.indices) config.add_const_input(index);
   auto iter = config.build();
   index_put_kernel(iter, info.indexed_sizes, info.indexed_strides, accumulate);
-}
-
-at::Tensor device_scalar(const c10::Scalar& v, c10::ScalarType dtype, c10::Device device) {
-  at::Tensor t = empty_neuron({}, dtype, device);
-  fill_scalar(t, v);
-  return t;
 }
 
 // iter: [0] self restrided (stride 0 along dim), [1] index restrided
@@ -394,6 +413,28 @@ struct IndexAdd : at::meta::structured_index_add {
   }
 };
 
+// index_reduce: self[..., index[j], ...] = reduce(self?, source[..., j, ...])
+struct IndexReduce : at::meta::structured_index_reduce {
+  void impl(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
+            c10::string_view reduce, bool include_self, const at::Tensor& result) {
+    if (!result.is_same(self)) result.copy_(self);
+    if (index.numel() == 0) return;
+    at::Tensor r = result.dim() == 0 ? result.unsqueeze(0) : result;
+    at::Tensor s = source.dim() == 0 ? source.unsqueeze(0) : source;
+    GatherScatter g;
+    g.dim = dim;
+    g.op = scatter_op_of(at::native::get_reduction_enum(reduce));
+    g.include_self = include_self;
+    at::Tensor count;
+    if (g.op == NK_SCATTER_MEAN) {
+      count = empty_neuron(r.sizes(), at::kLong, r.device());
+      fill_scalar(count, 0);
+    }
+    launch_gather_scatter("aten::index_reduce", g, r, expanded_index(index, s, dim), &s,
+                          count.defined() ? &count : nullptr);
+  }
+};
+
 struct ScatterReduceTwo : at::meta::structured_scatter_reduce_two {
   void impl(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
             c10::string_view reduce, bool include_self, const at::Tensor& out) {
@@ -458,6 +499,8 @@ template <>
 const char* WithDim<IndexAdd, const c10::Scalar&>::name = "aten::index_add";
 template <>
 const char* WithDim<at::native::structured_index_copy_out>::name = "aten::index_copy";
+template <>
+const char* WithDim<IndexReduce, c10::string_view, bool>::name = "aten::index_reduce";
 
 // ---- index.Tensor ----------------------------------------------------------
 
@@ -597,7 +640,7 @@ at::Tensor embedding_dense_backward(const at::Tensor& grad, const at::Tensor& in
                                    bool scale_grad_by_freq) {
   const int64_t num_weights = num_weights_s.expect_int();
   const int64_t padding_idx = padding_idx_s.expect_int();
-  if (scale_grad_by_freq || !is_native_dtype(grad.scalar_type())) {
+  if (!is_native_dtype(grad.scalar_type())) {
     return run_on_cpu("aten::embedding_dense_backward", "",
                       {grad, indices, num_weights, padding_idx, scale_grad_by_freq})
         .toTensor();
@@ -615,8 +658,16 @@ at::Tensor embedding_dense_backward(const at::Tensor& grad, const at::Tensor& in
   g.dim = 0;
   g.op = NK_SCATTER_ADD;
   if (padding_idx >= 0) g.skip = padding_idx;
+  at::Tensor count;
+  if (scale_grad_by_freq) {
+    // each row's sum divided by how often its index occurs: a mean
+    g.op = NK_SCATTER_MEAN;
+    g.include_self = false;
+    count = empty_neuron(grad_weight.sizes(), at::kLong, grad.device());
+    fill_scalar(count, 0);
+  }
   launch_gather_scatter("aten::embedding_dense_backward", g, grad_weight,
-                        expanded_index(idx, g2, 0), &g2);
+                        expanded_index(idx, g2, 0), &g2, count.defined() ? &count : nullptr);
   return grad_weight;
 }
 
@@ -640,9 +691,16 @@ int64_t count_nonzero_sync(const char* name, const at::Tensor& t) {
   return c.item<int64_t>();
 }
 
+// What cuda's masked ops say for a mask on another device.
+void check_mask_device(const at::Tensor& self, const at::Tensor& mask) {
+  TORCH_CHECK(self.device() == mask.device(), "expected self and mask to be on the same device, but got mask on ",
+              mask.device(), " and self on ", self.device());
+}
+
 at::Tensor& masked_fill_impl(at::Tensor& self, const at::Tensor& mask, const c10::Scalar& value) {
   TORCH_CHECK(mask.scalar_type() == at::kBool,
               "masked_fill_ only supports boolean masks, but got mask with dtype ", mask.scalar_type());
+  check_mask_device(self, mask);
   if (at::has_internal_overlap(self) == at::MemOverlap::Yes) {
     TORCH_WARN("Use of masked_fill_ on expanded tensors is deprecated. "
                "Please clone() the tensor before performing this operation. "
@@ -695,6 +753,9 @@ at::Tensor& masked_scatter_(at::Tensor& self, const at::Tensor& mask, const at::
   TORCH_CHECK(mask.scalar_type() == at::kBool || mask.scalar_type() == at::kByte,
               "masked_scatter_ only supports boolean masks, but got mask with dtype ",
               mask.scalar_type());
+  check_mask_device(self, mask);
+  TORCH_CHECK(source.device() == self.device(), "masked_scatter_: expected source on ", self.device(),
+              " but got ", source.device());
   auto b_mask = at::expand_inplace(self, mask, "masked_scatter_");
   if (self.numel() == 0) return self;
   at::Tensor src = source.contiguous().view({-1});
@@ -715,6 +776,7 @@ at::Tensor& masked_select_out(const at::Tensor& self, const at::Tensor& mask, at
   at::assert_no_internal_overlap(result);
   at::assert_no_overlap(result, self);
   at::assert_no_overlap(result, mask);
+  check_mask_device(self, mask);
   auto [m, s] = at::expand_outplace(mask, self);
   const int64_t n = count_nonzero_sync("aten::masked_select", *m);
   at::native::resize_output(result, {n});
@@ -785,6 +847,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("index_add", TORCH_FN(IndexAddOps::functional));
   m.impl("index_add_", TORCH_FN(IndexAddOps::inplace));
   m.impl("index_add.out", TORCH_FN(IndexAddOps::out));
+  using IndexReduceOps = WithDim<IndexReduce, c10::string_view, bool>;
+  m.impl("index_reduce", TORCH_FN(IndexReduceOps::functional));
+  m.impl("index_reduce_", TORCH_FN(IndexReduceOps::inplace));
+  m.impl("index_reduce.out", TORCH_FN(IndexReduceOps::out));
   using IndexCopyOps = WithDim<at::native::structured_index_copy_out>;
   m.impl("index_copy", TORCH_FN(IndexCopyOps::functional));
   m.impl("index_copy_", TORCH_FN(IndexCopyOps::inplace));
