@@ -20,6 +20,7 @@
 
 typedef struct smplan {
   int log, backward, nops, dbl;
+  int last_dim; /* dim is the innermost dim */
   nrt_dtype dt[3];
   int64_t len, s[3];  /* along dim (bytes) */
   int nd;             /* the other dims */
@@ -53,8 +54,15 @@ static void line_f32(const smplan *p, char *const *d) {
     float sum = 0;
     for (int j = 0; j < LANES; j++) sum += acc[j];
     if (p->log) {
-      const float ls = logf(sum);
-      for (int64_t i = 0; i < n; i++) nk_store_f32(to, d[0] + i * so, nk_load_f32(ti, d[1] + i * si) - m - ls);
+      /* ATen's CPU rounding: along the last dim a 16-bit input keeps the sum
+       * and its log in its own dtype, and x - max is rounded before the log
+       * is subtracted (Vectorized<Half/BFloat16> arithmetic) */
+      const int narrow = p->last_dim && (ti == NRT_FLOAT16 || ti == NRT_BFLOAT16);
+      const float ls = narrow ? nk_round_f32(ti, logf(nk_round_f32(ti, sum))) : logf(sum);
+      for (int64_t i = 0; i < n; i++) {
+        const float x = nk_load_f32(ti, d[1] + i * si);
+        nk_store_f32(to, d[0] + i * so, (narrow ? nk_round_f32(ti, x - m) : x - m) - ls);
+      }
     } else {
       const float r = 1.0f / sum;
       for (int64_t i = 0; i < n; i++)
@@ -93,8 +101,8 @@ static void line_f64(const smplan *p, char *const *d) {
     double sum = 0;
     for (int j = 0; j < LANES; j++) sum += acc[j];
     if (p->log) {
-      const double ls = log(sum);
-      for (int64_t i = 0; i < n; i++) nk_store_f64(to, d[0] + i * so, nk_load_f64(ti, d[1] + i * si) - m - ls);
+      const double sh = m + log(sum);
+      for (int64_t i = 0; i < n; i++) nk_store_f64(to, d[0] + i * so, nk_load_f64(ti, d[1] + i * si) - sh);
     } else {
       const double r = 1.0 / sum;
       for (int64_t i = 0; i < n; i++)
@@ -164,11 +172,11 @@ static void tile_f32(const smplan *p, char *const *d, int64_t T) {
       const float *x = (const float *)(d[1] + i * p->s[1]);
       for (int64_t j = 0; j < T; j++) sum[j] += expf(x[j] - m[j]);
     }
-    for (int64_t j = 0; j < T; j++) sum[j] = p->log ? logf(sum[j]) : 1.0f / sum[j];
+    for (int64_t j = 0; j < T; j++) sum[j] = p->log ? m[j] + logf(sum[j]) : 1.0f / sum[j];
     for (int64_t i = 0; i < n; i++) {
       const float *x = (const float *)(d[1] + i * p->s[1]);
       float *o = (float *)(d[0] + i * p->s[0]);
-      for (int64_t j = 0; j < T; j++) o[j] = p->log ? x[j] - m[j] - sum[j] : expf(x[j] - m[j]) * sum[j];
+      for (int64_t j = 0; j < T; j++) o[j] = p->log ? x[j] - sum[j] : expf(x[j] - m[j]) * sum[j];
     }
     return;
   }
@@ -215,6 +223,7 @@ int nk_softmax_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
     }
   }
   p.dbl = p.dt[1] == NRT_FLOAT64;
+  p.last_dim = prm->dim == ops[0].ndim - 1;
   const int ndim = ops[0].ndim;
   if (ndim == 0 ? prm->dim != 0 : (prm->dim < 0 || prm->dim >= ndim)) {
     nrt_exec_fail(ctx, "softmax: dim %d out of range for %d dims", (int)prm->dim, ndim);
