@@ -16,7 +16,7 @@ from conftest import run_python
 
 FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
 INTS = [torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool]
-OURS = ("sum", "mean", "prod", "amax", "amin", "max", "min", "argmax", "argmin", "var", "std",
+OURS = ("aminmax", "sum", "mean", "prod", "amax", "amin", "max", "min", "argmax", "argmin", "var", "std",
         "var_mean", "std_mean", "norm", "linalg_vector_norm", "all", "any", "count_nonzero",
         "nansum", "cumsum", "cumprod", "_cummax_helper", "_cummin_helper", "_logcumsumexp",
         "_softmax", "_log_softmax", "_softmax_backward_data", "_log_softmax_backward_data")
@@ -107,6 +107,12 @@ def test_amax_amin_max_min(dtype):
     for _, view in layouts(cpu):
         same(view(dev).max(), view(cpu).max())
         same(view(dev).min(), view(cpu).min())
+        for dim in (None, 0, -1):
+            for keepdim in (False, True):
+                got, want = torch.aminmax(view(dev), dim=dim, keepdim=keepdim), \
+                    torch.aminmax(view(cpu), dim=dim, keepdim=keepdim)
+                same(got.min, want.min)
+                same(got.max, want.max)
         for dim in (0, -1, (0, 2), ()):
             same(view(dev).amax(dim), view(cpu).amax(dim))
             same(view(dev).amin(dim, keepdim=True), view(cpu).amin(dim, keepdim=True))

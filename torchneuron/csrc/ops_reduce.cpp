@@ -28,6 +28,7 @@
 #include <ATen/ops/all_native.h>
 #include <ATen/ops/amax_native.h>
 #include <ATen/ops/amin_native.h>
+#include <ATen/ops/aminmax_native.h>
 #include <ATen/ops/any_native.h>
 #include <ATen/ops/argmax_native.h>
 #include <ATen/ops/argmin_native.h>
@@ -169,6 +170,28 @@ void minmax_all_kernel(Tensor& result, const Tensor& self) {
   describe_full_output(result, *task.operand(1), task.operand(0));
   *task.params<nk_reduce_params>() = reduce_params(Op);
   launch(self.device().index(), task);
+}
+
+// aminmax: the two extremes, one launch each.
+void aminmax_kernel(const Tensor& self, int64_t dim, bool keepdim, Tensor& min, Tensor& max) {
+  dim = at::maybe_wrap_dim(dim, self.dim());
+  for (int k = 0; k < 2; ++k) {
+    Task task(NK_KERNEL_REDUCE, "aten::aminmax", 2);
+    TORCH_INTERNAL_ASSERT(describe(self, task.operand(1)));
+    describe_dim_output(k ? max : min, self, dim, keepdim, task.operand(0));
+    *task.params<nk_reduce_params>() = reduce_params(k ? NK_REDUCE_MAX : NK_REDUCE_MIN);
+    launch(self.device().index(), task);
+  }
+}
+
+void aminmax_all_kernel(const Tensor& self, Tensor& min, Tensor& max) {
+  for (int k = 0; k < 2; ++k) {
+    Task task(NK_KERNEL_REDUCE, "aten::aminmax", 2);
+    TORCH_INTERNAL_ASSERT(describe(self, task.operand(1)));
+    describe_full_output(k ? max : min, *task.operand(1), task.operand(0));
+    *task.params<nk_reduce_params>() = reduce_params(k ? NK_REDUCE_MAX : NK_REDUCE_MIN);
+    launch(self.device().index(), task);
+  }
 }
 
 // ---- NK_KERNEL_SCAN -------------------------------------------------------
@@ -412,6 +435,31 @@ std::tuple<Tensor&, Tensor&> minmax_dim_out(const Tensor& self, int64_t dim, boo
   return {values, indices};
 }
 
+// aminmax: structured with two outputs.
+std::tuple<Tensor, Tensor> aminmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+  if (!native(self)) {
+    auto t = run_on_cpu("aten::aminmax", "", {self, dim, keepdim}).toTuple();
+    return {t->elements()[0].toTensor(), t->elements()[1].toTensor()};
+  }
+  structured::Functional<at::native::structured_aminmax_out, 2> op;
+  op.meta(self, dim, keepdim);
+  op.impl(self, dim, keepdim, op.output(0), op.output(1));
+  return {std::move(op.outputs_[0]), std::move(op.outputs_[1])};
+}
+
+std::tuple<Tensor&, Tensor&> aminmax_out(const Tensor& self, std::optional<int64_t> dim, bool keepdim,
+                                         Tensor& min, Tensor& max) {
+  if (!native(self) || !native(min) || !native(max)) {
+    run_on_cpu("aten::aminmax", "out", {self, dim, keepdim, min, max});
+    return {min, max};
+  }
+  structured::Out<at::native::structured_aminmax_out, 2> op(min, max);
+  op.meta(self, dim, keepdim);
+  op.impl(self, dim, keepdim, op.output(0), op.output(1));
+  op.copy_back();
+  return {min, max};
+}
+
 // Non-structured ops whose CPU/CUDA function is shared: native once the
 // stubs are ours.  Complex and other dtypes go to the CPU.
 Tensor prod_all(const Tensor& self, std::optional<c10::ScalarType> dtype) {
@@ -566,6 +614,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("max.dim_max", TORCH_FN(minmax_dim_out<at::native::structured_max_out>));
   m.impl("min.dim", TORCH_FN(minmax_dim<at::native::structured_min_out>));
   m.impl("min.dim_min", TORCH_FN(minmax_dim_out<at::native::structured_min_out>));
+  m.impl("aminmax", TORCH_FN(aminmax));
+  m.impl("aminmax.out", TORCH_FN(aminmax_out));
   m.impl("max", TORCH_FN(max_all));
   m.impl("min", TORCH_FN(min_all));
   m.impl("max.unary_out", TORCH_FN(max_all_out));
@@ -605,6 +655,8 @@ REGISTER_PRIVATEUSE1_DISPATCH(max_stub, &torchneuron::minmax_dim_kernel<NK_REDUC
 REGISTER_PRIVATEUSE1_DISPATCH(min_stub, &torchneuron::minmax_dim_kernel<NK_REDUCE_MIN_INDEX>);
 REGISTER_PRIVATEUSE1_DISPATCH(max_all_stub, &torchneuron::minmax_all_kernel<NK_REDUCE_MAX>);
 REGISTER_PRIVATEUSE1_DISPATCH(min_all_stub, &torchneuron::minmax_all_kernel<NK_REDUCE_MIN>);
+REGISTER_PRIVATEUSE1_DISPATCH(aminmax_stub, &torchneuron::aminmax_kernel);
+REGISTER_PRIVATEUSE1_DISPATCH(aminmax_allreduce_stub, &torchneuron::aminmax_all_kernel);
 REGISTER_PRIVATEUSE1_DISPATCH(cumsum_stub, &torchneuron::cumsum_kernel);
 REGISTER_PRIVATEUSE1_DISPATCH(cumprod_stub, &torchneuron::cumprod_kernel);
 REGISTER_PRIVATEUSE1_DISPATCH(logcumsumexp_stub, &torchneuron::logcumsumexp_kernel);
