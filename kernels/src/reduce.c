@@ -80,8 +80,9 @@ typedef struct tree64 { double lv[64]; uint64_t count; } tree64;
   static inline V T##_total(const T *t) {                                \
     V s = 0;                                                             \
     int first = 1;                                                       \
-    for (int k = 0; k < 64; k++)                                         \
-      if ((t->count >> k) & 1) {                                         \
+    uint64_t c = t->count;                                               \
+    for (int k = 0; c; k++, c >>= 1)                                     \
+      if (c & 1) {                                                       \
         s = first ? t->lv[k] : t->lv[k] + s;                             \
         first = 0;                                                       \
       }                                                                  \
@@ -464,8 +465,8 @@ static void fold_range(const rplan *pl, racc *a, const char *base, int64_t begin
   const char *p = base;
   int64_t rest = begin;
   for (int d = 0; d < nr; d++) {
-    idx[d] = rest % pl->rsize[d];
-    rest /= pl->rsize[d];
+    idx[d] = rest ? rest % pl->rsize[d] : 0; /* (a division costs more than a short row) */
+    rest = rest ? rest / pl->rsize[d] : 0;
     p += idx[d] * pl->rstr[d];
   }
   for (int64_t pos = begin; pos < end;) {
@@ -597,13 +598,23 @@ static void outputs_range(void *arg, int64_t begin, int64_t end, int worker) {
   (void)worker;
   const rplan *pl = arg;
   racc a;
+  const char *in;
+  char *o0, *o1;
+  locate(pl, begin, &in, &o0, &o1);
+  int64_t i0 = pl->nk > 0 ? begin % pl->ksize[0] : 0;
   for (int64_t o = begin; o < end; o++) {
-    const char *in;
-    char *o0, *o1;
-    locate(pl, o, &in, &o0, &o1);
     acc_init(pl, &a);
     fold_range(pl, &a, in, 0, pl->n_red);
     store(pl, &a, o0, o1);
+    /* step along the innermost kept dim; relocate when it wraps */
+    if (pl->nk > 0 && ++i0 < pl->ksize[0]) {
+      in += pl->kin[0];
+      o0 += pl->kout[0][0];
+      if (o1) o1 += pl->kout[1][0];
+    } else if (o + 1 < end) {
+      locate(pl, o + 1, &in, &o0, &o1);
+      i0 = 0;
+    }
   }
 }
 

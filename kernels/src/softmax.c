@@ -10,6 +10,7 @@
  * vectorised loop of the machine's ISA (softmax_<isa>_f32.c) when there is
  * one; float32 lines along an outer dim go in tiles of neighbours. */
 #include <math.h>
+#include <stdlib.h>
 
 #include "dtype_convert.h"
 #include "kernel_entries.h"
@@ -27,6 +28,7 @@ typedef struct smplan {
   int64_t size[NRT_MAX_DIMS], st[3][NRT_MAX_DIMS];
   char *data[3];
   nk_softmax_vec_fn vec;
+  int widen; /* 16-bit lines go through float32 buffers to `vec` */
 } smplan;
 
 #define LANES 8
@@ -123,9 +125,21 @@ static void line_f64(const smplan *p, char *const *d) {
   }
 }
 
+/* A contiguous 16-bit line through float32 copies and the vector line. */
+static int widened_line(const smplan *p, char *const *d, float *buf) {
+  const int64_t n = p->len;
+  char *b[3] = {(char *)buf, (char *)(buf + n), (char *)(buf + 2 * n)};
+  for (int o = 1; o < p->nops; o++)
+    for (int64_t i = 0; i < n; i++) ((float *)b[o])[i] = nk_load_f32(p->dt[o], d[o] + i * p->s[o]);
+  if (p->vec(p->log, p->backward, n, b[0], b[1], b[2])) return 1;
+  for (int64_t i = 0; i < n; i++) nk_store_f32(p->dt[0], d[0] + i * p->s[0], ((float *)b[0])[i]);
+  return 0;
+}
+
 static void lines_range(void *arg, int64_t begin, int64_t end, int worker) {
   (void)worker;
   const smplan *p = arg;
+  float *buf = p->widen ? malloc((size_t)p->len * 3 * sizeof(float)) : NULL;
   for (int64_t l = begin; l < end; l++) {
     char *d[3] = {p->data[0], p->data[1], p->data[2]};
     int64_t r = l;
@@ -134,10 +148,12 @@ static void lines_range(void *arg, int64_t begin, int64_t end, int worker) {
       r /= p->size[k];
       for (int o = 0; o < p->nops; o++) d[o] += i * p->st[o][k];
     }
-    if (p->vec && !p->vec(p->log, p->backward, p->len, d[0], d[1], d[2])) continue;
+    if (buf && !widened_line(p, d, buf)) continue;
+    if (p->vec && !p->widen && !p->vec(p->log, p->backward, p->len, d[0], d[1], d[2])) continue;
     if (p->dbl) line_f64(p, d);
     else line_f32(p, d);
   }
+  free(buf);
 }
 
 nk_softmax_vec_fn nk_softmax_vec_pick(void) {
@@ -248,6 +264,15 @@ int nk_softmax_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
   for (int o = 0; o < nops; o++)
     if (p.dt[o] != NRT_FLOAT32 || (p.len > 1 && p.s[o] != 4)) all_f32_contig = 0;
   p.vec = all_f32_contig ? nk_softmax_vec_pick() : NULL;
+  /* 16-bit contiguous lines widen to float32 for the vector line, except
+   * log_softmax forward, which rounds like ATen's CPU (line_f32) */
+  int same16 = (p.dt[0] == NRT_FLOAT16 || p.dt[0] == NRT_BFLOAT16) && (p.backward || !p.log) && p.len > 1;
+  for (int o = 0; o < nops; o++)
+    if (p.dt[o] != p.dt[0] || p.s[o] != 2) same16 = 0;
+  if (same16 && nk_softmax_vec_pick()) {
+    p.vec = nk_softmax_vec_pick();
+    p.widen = 1;
+  }
   int tiles_fit = !all_f32_contig && p.nd > 0 && p.size[0] >= 2;
   for (int o = 0; o < nops; o++)
     if (p.dt[o] != NRT_FLOAT32 || p.st[o][0] != 4) tiles_fit = 0;
