@@ -220,6 +220,7 @@ static void tiles_range(void *arg, int64_t begin, int64_t end, int worker) {
       r /= p->size[k];
       for (int o = 0; o < p->nops; o++) d[o] += i * p->st[o][k];
     }
+    if (p->vec && !nk_softmax_tile_avx2_f32(p->log, p->backward, p->len, T, d, p->s)) continue;
     tile_f32(p, d, T);
   }
 }
@@ -277,6 +278,7 @@ int nk_softmax_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
   for (int o = 0; o < nops; o++)
     if (p.dt[o] != NRT_FLOAT32 || p.st[o][0] != 4) tiles_fit = 0;
   if (tiles_fit) {
+    p.vec = nk_softmax_vec_pick(); /* non-NULL: the AVX2 tile may run */
     const int64_t tiles = lines / p.size[0] * ((p.size[0] + ST - 1) / ST);
     const int64_t work = p.len * ST;
     nk_parallel_for(tiles, NK_GRAIN_ELEMENTWISE / work > 0 ? NK_GRAIN_ELEMENTWISE / work : 1, tiles_range, &p);

@@ -463,8 +463,8 @@ static void test_scan(void) {
 
 /* --------------------------------------------------------------- softmax */
 
-static void check_softmax(nrt_dtype t, int is_log, int backward, int dim, int64_t n_line, int nan_row) {
-  const int64_t lines = 5;
+static void check_softmax(nrt_dtype t, int is_log, int backward, int dim, int64_t n_line, int nan_row,
+                          int64_t lines) {
   int64_t sizes[2] = {dim == 1 ? lines : n_line, dim == 1 ? n_line : lines};
   int64_t numel = lines * n_line;
   char *x = tk_alloc((size_t)(numel * tk_size(t))), *g = tk_alloc((size_t)(numel * tk_size(t)));
@@ -543,8 +543,12 @@ static void test_softmax(void) {
     for (int lg = 0; lg < 2; lg++)
       for (int bwd = 0; bwd < 2; bwd++)
         for (int dim = 0; dim < 2; dim++)
-          for (size_t k = 0; k < 5; k++) check_softmax(fl[f], lg, bwd, dim, lens[k], 0);
-  for (int lg = 0; lg < 2; lg++) check_softmax(NRT_FLOAT32, lg, 0, 1, 33, 1); /* NaN: its row all NaN */
+          for (size_t k = 0; k < 5; k++) check_softmax(fl[f], lg, bwd, dim, lens[k], 0, 5);
+  for (int lg = 0; lg < 2; lg++) check_softmax(NRT_FLOAT32, lg, 0, 1, 33, 1, 5); /* NaN: its row all NaN */
+  /* float32 along dim 0 with 40 neighbouring lines: vector tiles of 32 and 8 */
+  for (int lg = 0; lg < 2; lg++)
+    for (int bwd = 0; bwd < 2; bwd++) check_softmax(NRT_FLOAT32, lg, bwd, 0, 19, 0, 40);
+  for (int lg = 0; lg < 2; lg++) check_softmax(NRT_FLOAT32, lg, 0, 0, 19, 1, 40); /* NaN in a tile */
   /* -inf entries give exact zeros */
   float xs[4] = {-INFINITY, 0, -INFINITY, 1}, *x = tk_alloc(16), *o = tk_alloc(16);
   memcpy(x, xs, 16);
