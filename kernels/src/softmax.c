@@ -57,13 +57,12 @@ static void line_f32(const smplan *p, char *const *d) {
     for (int j = 0; j < LANES; j++) sum += acc[j];
     if (p->log) {
       /* ATen's CPU rounding: along the last dim a 16-bit input keeps the sum
-       * and its log in its own dtype, and x - max is rounded before the log
-       * is subtracted (Vectorized<Half/BFloat16> arithmetic) */
+       * and its log in its own dtype (found bit-exact against torch 2.13) */
       const int narrow = p->last_dim && (ti == NRT_FLOAT16 || ti == NRT_BFLOAT16);
       const float ls = narrow ? nk_round_f32(ti, logf(nk_round_f32(ti, sum))) : logf(sum);
       for (int64_t i = 0; i < n; i++) {
         const float x = nk_load_f32(ti, d[1] + i * si);
-        nk_store_f32(to, d[0] + i * so, (narrow ? nk_round_f32(ti, x - m) : x - m) - ls);
+        nk_store_f32(to, d[0] + i * so, x - m - ls);
       }
     } else {
       const float r = 1.0f / sum;
