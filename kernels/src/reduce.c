@@ -36,7 +36,7 @@
 #define RED_BLOCK 1024
 #define RED_CHUNK 65536
 #define RED_FEW_OUTPUTS 16
-#define RED_LANES 16
+#define RED_LANES 16 /* the lane folds below assume 16 */
 
 typedef enum rkind { K_SUM, K_PROD, K_MAX, K_MIN, K_ALL, K_ANY, K_COUNT, K_VAR } rkind;
 typedef enum rxform { T_ID, T_NAN0, T_ABS, T_SQ, T_POW, T_NZ } rxform;
@@ -147,25 +147,37 @@ NK_INLINE double xf_f64(rxform t, double x, double p) {
 /* Sum of n <= RED_BLOCK elements with RED_LANES independent accumulators
  * (s is a constant in the contiguous instantiation, so this vectorises). */
 NK_INLINE float block_f32(nrt_dtype dt, rxform t, const char *p, int64_t n, int64_t s, float pw) {
+  if (n < RED_LANES) { /* a short row: no lanes to set up and fold */
+    float r = 0;
+    for (int64_t i = 0; i < n; i++) r += xf_f32(t, nk_load_f32(dt, p + i * s), pw);
+    return r;
+  }
   float acc[RED_LANES] = {0};
   int64_t i = 0;
   for (; i + RED_LANES <= n; i += RED_LANES)
     for (int j = 0; j < RED_LANES; j++) acc[j] += xf_f32(t, nk_load_f32(dt, p + (i + j) * s), pw);
-  for (int w = RED_LANES / 2; w >= 1; w /= 2)
-    for (int j = 0; j < w; j++) acc[j] += acc[j + w];
-  float r = acc[0];
+  for (int j = 0; j < 8; j++) acc[j] += acc[j + 8];
+  for (int j = 0; j < 4; j++) acc[j] += acc[j + 4];
+  for (int j = 0; j < 2; j++) acc[j] += acc[j + 2];
+  float r = acc[0] + acc[1];
   for (; i < n; i++) r += xf_f32(t, nk_load_f32(dt, p + i * s), pw);
   return r;
 }
 
 NK_INLINE double block_f64(nrt_dtype dt, rxform t, const char *p, int64_t n, int64_t s, double pw) {
+  if (n < RED_LANES) { /* a short row: no lanes to set up and fold */
+    double r = 0;
+    for (int64_t i = 0; i < n; i++) r += xf_f64(t, nk_load_f64(dt, p + i * s), pw);
+    return r;
+  }
   double acc[RED_LANES] = {0};
   int64_t i = 0;
   for (; i + RED_LANES <= n; i += RED_LANES)
     for (int j = 0; j < RED_LANES; j++) acc[j] += xf_f64(t, nk_load_f64(dt, p + (i + j) * s), pw);
-  for (int w = RED_LANES / 2; w >= 1; w /= 2)
-    for (int j = 0; j < w; j++) acc[j] += acc[j + w];
-  double r = acc[0];
+  for (int j = 0; j < 8; j++) acc[j] += acc[j + 8];
+  for (int j = 0; j < 4; j++) acc[j] += acc[j + 4];
+  for (int j = 0; j < 2; j++) acc[j] += acc[j + 2];
+  double r = acc[0] + acc[1];
   for (; i < n; i++) r += xf_f64(t, nk_load_f64(dt, p + i * s), pw);
   return r;
 }
