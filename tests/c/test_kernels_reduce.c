@@ -575,4 +575,4 @@ static void tests(void) {
   test_softmax();
 }
 
-int main(void) { return tk_main(tests, "test_kernels_reduce"); }
+int main(void) { return tk_main(tests, __FILE__); }
