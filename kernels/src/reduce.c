@@ -20,7 +20,11 @@
  * vectorises), and the block sums enter a binary counter (tree32/tree64)
  * that adds equal-sized partial sums, as a balanced tree would.
  *
- * Parallelism: over output elements; or, when there are fewer than
+ * A sum whose kept inner dim is the contiguous one (x.sum(0)) runs
+ * "vertically" instead: tiles of neighbouring outputs accumulate whole input
+ * rows (see vertical_sum_t), with the same pairwise structure.
+ *
+ * Parallelism: over output elements (or tiles); or, when there are fewer than
  * RED_FEW_OUTPUTS outputs and each reduces more than RED_CHUNK elements,
  * over fixed RED_CHUNK-element chunks of the reduced range whose partial
  * results are combined in order.  Both choices depend on the shape only,
