@@ -660,17 +660,23 @@ static void chunks_range(void *arg, int64_t begin, int64_t end, int worker) {
 #define VT 64
 #define VB 16
 
+/* Rows [begin, end) of the reduced range into tot[0..T). */
 NK_INLINE void vertical_sum_t(const rplan *pl, nrt_dtype dt, rxform t, const char *in, int64_t T,
-                              float *tot) {
+                              int64_t begin, int64_t end, float *tot) {
   const int64_t es = (int64_t)nk_dtype_size(dt);
   float lv[48][VT], acc[VT];
   uint64_t count = 0;
-  int64_t idx[NRT_MAX_DIMS] = {0}, rows = 0;
+  int64_t idx[NRT_MAX_DIMS] = {0}, rows = 0, rest = begin;
   const char *p = in;
+  for (int d = 0; d < pl->nr && rest; d++) {
+    idx[d] = rest % pl->rsize[d];
+    rest /= pl->rsize[d];
+    p += idx[d] * pl->rstr[d];
+  }
   for (int64_t j = 0; j < VT; j++) acc[j] = 0;
-  for (int64_t r = 0; r < pl->n_red; r++) {
+  for (int64_t r = begin; r < end; r++) {
     for (int64_t j = 0; j < T; j++) acc[j] += xf_f32(t, nk_load_f32(dt, p + j * es), pl->pf);
-    if (++rows == VB || r + 1 == pl->n_red) {
+    if (++rows == VB || r + 1 == end) {
       uint64_t c = count++;
       int k = 0;
       for (; c & 1; c >>= 1, k++)
@@ -700,8 +706,9 @@ NK_INLINE void vertical_sum_t(const rplan *pl, nrt_dtype dt, rxform t, const cha
   }
 }
 
-static void vertical_sum(const rplan *pl, const char *in, int64_t T, float *tot) {
-#define CALLV(dt, t) vertical_sum_t(pl, dt, t, in, T, tot)
+static void vertical_sum(const rplan *pl, const char *in, int64_t T, int64_t begin, int64_t end,
+                         float *tot) {
+#define CALLV(dt, t) vertical_sum_t(pl, dt, t, in, T, begin, end, tot)
   switch (pl->dt) {
   case NRT_FLOAT16: XF_CASES(CALLV, NRT_FLOAT16); break;
   case NRT_BFLOAT16: XF_CASES(CALLV, NRT_BFLOAT16); break;
@@ -726,13 +733,49 @@ static void vertical_range(void *arg, int64_t begin, int64_t end, int worker) {
     const char *in;
     char *o0, *o1;
     locate(pl, (t / per_row) * pl->ksize[0] + j0, &in, &o0, &o1);
-    vertical_sum(pl, in, T, tot);
+    vertical_sum(pl, in, T, 0, pl->n_red, tot);
     for (int64_t j = 0; j < T; j++) {
       acc_init(pl, &a);
       tree32_push(&a.t32, tot[j]);
       store(pl, &a, o0 + j * pl->kout[0][0], o1 ? o1 + j * pl->kout[1][0] : NULL);
     }
   }
+}
+
+/* Few outputs, long reduction, vertical layout (x.sum(0) of a [n, 8]
+ * matrix): fixed chunks of rows, each a partial vector, combined in order. */
+typedef struct vchunk_job {
+  const rplan *pl;
+  float *parts; /* chunks x VT */
+} vchunk_job;
+
+static void vchunks_range(void *arg, int64_t begin, int64_t end, int worker) {
+  (void)worker;
+  const vchunk_job *j = arg;
+  const int64_t rows = RED_CHUNK / VT;
+  for (int64_t c = begin; c < end; c++) {
+    int64_t lo = c * rows, hi = lo + rows < j->pl->n_red ? lo + rows : j->pl->n_red;
+    vertical_sum(j->pl, j->pl->in, j->pl->ksize[0], lo, hi, j->parts + c * VT);
+  }
+}
+
+static int vertical_chunked(const rplan *pl, nrt_exec_ctx *ctx) {
+  const int64_t rows = RED_CHUNK / VT, chunks = (pl->n_red + rows - 1) / rows;
+  float *parts = malloc((size_t)chunks * VT * sizeof(float));
+  if (!parts) {
+    nrt_exec_fail(ctx, "reduce: out of host memory for %lld partial results", (long long)chunks);
+    return -1;
+  }
+  vchunk_job job = {pl, parts};
+  nk_parallel_for(chunks, 1, vchunks_range, &job);
+  racc a;
+  for (int64_t j = 0; j < pl->ksize[0]; j++) {
+    acc_init(pl, &a);
+    for (int64_t c = 0; c < chunks; c++) tree32_push(&a.t32, parts[c * VT + j]);
+    store(pl, &a, pl->out[0] + j * pl->kout[0][0], NULL);
+  }
+  free(parts);
+  return 0;
 }
 
 /* ----------------------------------------------------------------- plan */
@@ -894,6 +937,8 @@ int nk_reduce_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
       return -1;
     }
   }
+  if (pl.n_out < RED_FEW_OUTPUTS && pl.n_red > RED_CHUNK && vertical_fits(&pl) && pl.n_out == pl.ksize[0])
+    return vertical_chunked(&pl, ctx);
   if (pl.n_out < RED_FEW_OUTPUTS && pl.n_red > RED_CHUNK) {
     int64_t chunks = (pl.n_red + RED_CHUNK - 1) / RED_CHUNK;
     racc *parts = malloc((size_t)chunks * sizeof *parts);

@@ -339,6 +339,43 @@ static void test_sum_precision(void) {
   tk_free(out2);
 }
 
+/* x.sum(0) of a tall [n, 10] matrix: few outputs, long vertical reduction
+ * (chunks of rows combined in order); sum, mean, 2-norm, float16 input */
+static void test_tall_vertical(void) {
+  const int64_t n = 100003, w = 10;
+  int64_t sz[2] = {n, w}, ost[2] = {0, 1};
+  float *x = tk_alloc((size_t)(n * w) * 4), *o = tk_alloc((size_t)w * 4);
+  uint16_t *h = tk_alloc((size_t)(n * w) * 2);
+  double ref[3][10] = {{0}};
+  for (int64_t i = 0; i < n * w; i++) {
+    x[i] = (float)(int)(tk_rand() % 2001 - 1000) / 512.0f;
+    h[i] = tk_f16_bits(x[i]);
+    ref[0][i % w] += x[i];
+    ref[2][i % w] += (double)x[i] * x[i];
+  }
+  static const nk_reduce_op opsl[3] = {NK_REDUCE_SUM, NK_REDUCE_MEAN, NK_REDUCE_NORM};
+  for (int half = 0; half < 2; half++)
+    for (int k = 0; k < 3; k++) {
+      nk_reduce_params p = rp(opsl[k]);
+      p.p = 2;
+      nrt_operand ops[2] = {tk_operand(o, NRT_FLOAT32, 2, sz, ost),
+                            half ? tk_operand(h, NRT_FLOAT16, 2, sz, NULL) : tk_operand(x, NRT_FLOAT32, 2, sz, NULL)};
+      nrt_task t = tk_task(NK_KERNEL_REDUCE, 2, ops, &p, sizeof p);
+      CHECK_OK(tk_run(&t));
+      int bad = 0;
+      for (int64_t j = 0; j < w; j++) {
+        double want = k == 0 ? ref[0][j] : k == 1 ? ref[0][j] / n : sqrt(ref[2][j]);
+        double scale = k == 0 ? sqrt((double)n) * 2 : k == 1 ? 2.0 / sqrt((double)n) : want;
+        if (fabs(o[j] - want) > 1e-5 * scale + 1e-6 * fabs(want) && bad++ < 3)
+          fprintf(stderr, "  tall op %d half %d [%lld]: got %.9g want %.9g\n", k, half, (long long)j, o[j], want);
+      }
+      CHECK(bad == 0);
+    }
+  tk_free(x);
+  tk_free(h);
+  tk_free(o);
+}
+
 static void test_reduce_empty_and_validation(void) {
   int64_t sz[2] = {3, 0}, st[2] = {0, 1}, ost[2] = {1, 0};
   float *in = tk_alloc(4), *out = tk_alloc(12);
@@ -570,6 +607,7 @@ static void tests(void) {
   test_reduce_ops();
   test_reduce_ties_and_chunks();
   test_sum_precision();
+  test_tall_vertical();
   test_reduce_empty_and_validation();
   test_scan();
   test_softmax();
