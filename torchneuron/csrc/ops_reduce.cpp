@@ -104,37 +104,33 @@ void describe_dim_output(const Tensor& out, const Tensor& self, int64_t dim, boo
   }
 }
 
-// The stubs that receive a reduction TensorIterator: one table.
-struct IterStub {
+// The stubs that receive a reduction TensorIterator: which kernel op each
+// is and the name its tasks carry, one table.
+constexpr struct {
   nk_reduce_op op;
   const char* name;
-};
-constexpr IterStub kIterStubs[] = {
-    {NK_REDUCE_SUM, "aten::sum"},         {NK_REDUCE_NANSUM, "aten::nansum"},
-    {NK_REDUCE_PROD, "aten::prod"},       {NK_REDUCE_MEAN, "aten::mean"},
-    {NK_REDUCE_ALL, "aten::all"},         {NK_REDUCE_ANY, "aten::any"},
-    {NK_REDUCE_MIN, "aten::amin"},        {NK_REDUCE_MAX, "aten::amax"},
-    {NK_REDUCE_ARGMAX, "aten::argmax"},   {NK_REDUCE_ARGMIN, "aten::argmin"},
+} kIterStubs[] = {
+    {NK_REDUCE_SUM, "aten::sum"},       {NK_REDUCE_NANSUM, "aten::nansum"},
+    {NK_REDUCE_PROD, "aten::prod"},     {NK_REDUCE_MEAN, "aten::mean"},
+    {NK_REDUCE_ALL, "aten::all"},       {NK_REDUCE_ANY, "aten::any"},
+    {NK_REDUCE_MIN, "aten::amin"},      {NK_REDUCE_MAX, "aten::amax"},
+    {NK_REDUCE_ARGMAX, "aten::argmax"}, {NK_REDUCE_ARGMIN, "aten::argmin"},
 };
 
-template <size_t I>
-void iter_stub(at::TensorIterator& iter) {
-  launch_reduce(iter, kIterStubs[I].name, reduce_params(kIterStubs[I].op));
+constexpr const char* iter_stub_name(nk_reduce_op op) {
+  for (const auto& e : kIterStubs) {
+    if (e.op == op) return e.name;
+  }
+  return nullptr;
 }
 
 }  // namespace
 
-// Named (not anonymous) so the stub registrations below can take them.
-void sum_kernel(at::TensorIterator& iter) { iter_stub<0>(iter); }
-void nansum_kernel(at::TensorIterator& iter) { iter_stub<1>(iter); }
-void prod_kernel(at::TensorIterator& iter) { iter_stub<2>(iter); }
-void mean_kernel(at::TensorIterator& iter) { iter_stub<3>(iter); }
-void and_kernel(at::TensorIterator& iter) { iter_stub<4>(iter); }
-void or_kernel(at::TensorIterator& iter) { iter_stub<5>(iter); }
-void min_values_kernel(at::TensorIterator& iter) { iter_stub<6>(iter); }
-void max_values_kernel(at::TensorIterator& iter) { iter_stub<7>(iter); }
-void argmax_kernel(at::TensorIterator& iter) { iter_stub<8>(iter); }
-void argmin_kernel(at::TensorIterator& iter) { iter_stub<9>(iter); }
+template <nk_reduce_op Op>
+void iter_stub(at::TensorIterator& iter) {
+  static_assert(iter_stub_name(Op) != nullptr, "op missing from kIterStubs");
+  launch_reduce(iter, iter_stub_name(Op), reduce_params(Op));
+}
 
 void norm_kernel(at::TensorIterator& iter, const c10::Scalar& p) {
   nk_reduce_params prm = reduce_params(NK_REDUCE_NORM);
@@ -639,16 +635,16 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 }  // namespace torchneuron
 
 namespace at::native {
-REGISTER_PRIVATEUSE1_DISPATCH(sum_stub, &torchneuron::sum_kernel);
-REGISTER_PRIVATEUSE1_DISPATCH(nansum_stub, &torchneuron::nansum_kernel);
-REGISTER_PRIVATEUSE1_DISPATCH(prod_stub, &torchneuron::prod_kernel);
-REGISTER_PRIVATEUSE1_DISPATCH(mean_stub, &torchneuron::mean_kernel);
-REGISTER_PRIVATEUSE1_DISPATCH(and_stub, &torchneuron::and_kernel);
-REGISTER_PRIVATEUSE1_DISPATCH(or_stub, &torchneuron::or_kernel);
-REGISTER_PRIVATEUSE1_DISPATCH(min_values_stub, &torchneuron::min_values_kernel);
-REGISTER_PRIVATEUSE1_DISPATCH(max_values_stub, &torchneuron::max_values_kernel);
-REGISTER_PRIVATEUSE1_DISPATCH(argmax_stub, &torchneuron::argmax_kernel);
-REGISTER_PRIVATEUSE1_DISPATCH(argmin_stub, &torchneuron::argmin_kernel);
+REGISTER_PRIVATEUSE1_DISPATCH(sum_stub, &torchneuron::iter_stub<NK_REDUCE_SUM>);
+REGISTER_PRIVATEUSE1_DISPATCH(nansum_stub, &torchneuron::iter_stub<NK_REDUCE_NANSUM>);
+REGISTER_PRIVATEUSE1_DISPATCH(prod_stub, &torchneuron::iter_stub<NK_REDUCE_PROD>);
+REGISTER_PRIVATEUSE1_DISPATCH(mean_stub, &torchneuron::iter_stub<NK_REDUCE_MEAN>);
+REGISTER_PRIVATEUSE1_DISPATCH(and_stub, &torchneuron::iter_stub<NK_REDUCE_ALL>);
+REGISTER_PRIVATEUSE1_DISPATCH(or_stub, &torchneuron::iter_stub<NK_REDUCE_ANY>);
+REGISTER_PRIVATEUSE1_DISPATCH(min_values_stub, &torchneuron::iter_stub<NK_REDUCE_MIN>);
+REGISTER_PRIVATEUSE1_DISPATCH(max_values_stub, &torchneuron::iter_stub<NK_REDUCE_MAX>);
+REGISTER_PRIVATEUSE1_DISPATCH(argmax_stub, &torchneuron::iter_stub<NK_REDUCE_ARGMAX>);
+REGISTER_PRIVATEUSE1_DISPATCH(argmin_stub, &torchneuron::iter_stub<NK_REDUCE_ARGMIN>);
 REGISTER_PRIVATEUSE1_DISPATCH(norm_stub, &torchneuron::norm_kernel);
 REGISTER_PRIVATEUSE1_DISPATCH(std_var_stub, &torchneuron::std_var_kernel);
 REGISTER_PRIVATEUSE1_DISPATCH(max_stub, &torchneuron::minmax_dim_kernel<NK_REDUCE_MAX_INDEX>);
