@@ -20,7 +20,11 @@
  * vectorises), and the block sums enter a binary counter (tree32/tree64)
  * that adds equal-sized partial sums, as a balanced tree would.
  *
- * Parallelism: over output elements; or, when there are fewer than
+ * A sum whose kept inner dim is the contiguous one (x.sum(0)) runs
+ * "vertically" instead: tiles of neighbouring outputs accumulate whole input
+ * rows (see vertical_sum_t), with the same pairwise structure.
+ *
+ * Parallelism: over output elements (or tiles); or, when there are fewer than
  * RED_FEW_OUTPUTS outputs and each reduces more than RED_CHUNK elements,
  * over fixed RED_CHUNK-element chunks of the reduced range whose partial
  * results are combined in order.  Both choices depend on the shape only,
@@ -36,7 +40,7 @@
 #define RED_BLOCK 1024
 #define RED_CHUNK 65536
 #define RED_FEW_OUTPUTS 16
-#define RED_LANES 16
+#define RED_LANES 16 /* the lane folds below assume 16 */
 
 typedef enum rkind { K_SUM, K_PROD, K_MAX, K_MIN, K_ALL, K_ANY, K_COUNT, K_VAR } rkind;
 typedef enum rxform { T_ID, T_NAN0, T_ABS, T_SQ, T_POW, T_NZ } rxform;
@@ -80,8 +84,9 @@ typedef struct tree64 { double lv[64]; uint64_t count; } tree64;
   static inline V T##_total(const T *t) {                                \
     V s = 0;                                                             \
     int first = 1;                                                       \
-    for (int k = 0; k < 64; k++)                                         \
-      if ((t->count >> k) & 1) {                                         \
+    uint64_t c = t->count;                                               \
+    for (int k = 0; c; k++, c >>= 1)                                     \
+      if (c & 1) {                                                       \
         s = first ? t->lv[k] : t->lv[k] + s;                             \
         first = 0;                                                       \
       }                                                                  \
@@ -146,25 +151,37 @@ NK_INLINE double xf_f64(rxform t, double x, double p) {
 /* Sum of n <= RED_BLOCK elements with RED_LANES independent accumulators
  * (s is a constant in the contiguous instantiation, so this vectorises). */
 NK_INLINE float block_f32(nrt_dtype dt, rxform t, const char *p, int64_t n, int64_t s, float pw) {
+  if (n < RED_LANES) { /* a short row: no lanes to set up and fold */
+    float r = 0;
+    for (int64_t i = 0; i < n; i++) r += xf_f32(t, nk_load_f32(dt, p + i * s), pw);
+    return r;
+  }
   float acc[RED_LANES] = {0};
   int64_t i = 0;
   for (; i + RED_LANES <= n; i += RED_LANES)
     for (int j = 0; j < RED_LANES; j++) acc[j] += xf_f32(t, nk_load_f32(dt, p + (i + j) * s), pw);
-  for (int w = RED_LANES / 2; w >= 1; w /= 2)
-    for (int j = 0; j < w; j++) acc[j] += acc[j + w];
-  float r = acc[0];
+  for (int j = 0; j < 8; j++) acc[j] += acc[j + 8];
+  for (int j = 0; j < 4; j++) acc[j] += acc[j + 4];
+  for (int j = 0; j < 2; j++) acc[j] += acc[j + 2];
+  float r = acc[0] + acc[1];
   for (; i < n; i++) r += xf_f32(t, nk_load_f32(dt, p + i * s), pw);
   return r;
 }
 
 NK_INLINE double block_f64(nrt_dtype dt, rxform t, const char *p, int64_t n, int64_t s, double pw) {
+  if (n < RED_LANES) { /* a short row: no lanes to set up and fold */
+    double r = 0;
+    for (int64_t i = 0; i < n; i++) r += xf_f64(t, nk_load_f64(dt, p + i * s), pw);
+    return r;
+  }
   double acc[RED_LANES] = {0};
   int64_t i = 0;
   for (; i + RED_LANES <= n; i += RED_LANES)
     for (int j = 0; j < RED_LANES; j++) acc[j] += xf_f64(t, nk_load_f64(dt, p + (i + j) * s), pw);
-  for (int w = RED_LANES / 2; w >= 1; w /= 2)
-    for (int j = 0; j < w; j++) acc[j] += acc[j + w];
-  double r = acc[0];
+  for (int j = 0; j < 8; j++) acc[j] += acc[j + 8];
+  for (int j = 0; j < 4; j++) acc[j] += acc[j + 4];
+  for (int j = 0; j < 2; j++) acc[j] += acc[j + 2];
+  double r = acc[0] + acc[1];
   for (; i < n; i++) r += xf_f64(t, nk_load_f64(dt, p + i * s), pw);
   return r;
 }
@@ -464,8 +481,8 @@ static void fold_range(const rplan *pl, racc *a, const char *base, int64_t begin
   const char *p = base;
   int64_t rest = begin;
   for (int d = 0; d < nr; d++) {
-    idx[d] = rest % pl->rsize[d];
-    rest /= pl->rsize[d];
+    idx[d] = rest ? rest % pl->rsize[d] : 0; /* (a division costs more than a short row) */
+    rest = rest ? rest / pl->rsize[d] : 0;
     p += idx[d] * pl->rstr[d];
   }
   for (int64_t pos = begin; pos < end;) {
@@ -597,13 +614,23 @@ static void outputs_range(void *arg, int64_t begin, int64_t end, int worker) {
   (void)worker;
   const rplan *pl = arg;
   racc a;
+  const char *in;
+  char *o0, *o1;
+  locate(pl, begin, &in, &o0, &o1);
+  int64_t i0 = pl->nk > 0 ? begin % pl->ksize[0] : 0;
   for (int64_t o = begin; o < end; o++) {
-    const char *in;
-    char *o0, *o1;
-    locate(pl, o, &in, &o0, &o1);
     acc_init(pl, &a);
     fold_range(pl, &a, in, 0, pl->n_red);
     store(pl, &a, o0, o1);
+    /* step along the innermost kept dim; relocate when it wraps */
+    if (pl->nk > 0 && ++i0 < pl->ksize[0]) {
+      in += pl->kin[0];
+      o0 += pl->kout[0][0];
+      if (o1) o1 += pl->kout[1][0];
+    } else if (o + 1 < end) {
+      locate(pl, o + 1, &in, &o0, &o1);
+      i0 = 0;
+    }
   }
 }
 
@@ -633,17 +660,23 @@ static void chunks_range(void *arg, int64_t begin, int64_t end, int worker) {
 #define VT 64
 #define VB 16
 
+/* Rows [begin, end) of the reduced range into tot[0..T). */
 NK_INLINE void vertical_sum_t(const rplan *pl, nrt_dtype dt, rxform t, const char *in, int64_t T,
-                              float *tot) {
+                              int64_t begin, int64_t end, float *tot) {
   const int64_t es = (int64_t)nk_dtype_size(dt);
   float lv[48][VT], acc[VT];
   uint64_t count = 0;
-  int64_t idx[NRT_MAX_DIMS] = {0}, rows = 0;
+  int64_t idx[NRT_MAX_DIMS] = {0}, rows = 0, rest = begin;
   const char *p = in;
+  for (int d = 0; d < pl->nr && rest; d++) {
+    idx[d] = rest % pl->rsize[d];
+    rest /= pl->rsize[d];
+    p += idx[d] * pl->rstr[d];
+  }
   for (int64_t j = 0; j < VT; j++) acc[j] = 0;
-  for (int64_t r = 0; r < pl->n_red; r++) {
+  for (int64_t r = begin; r < end; r++) {
     for (int64_t j = 0; j < T; j++) acc[j] += xf_f32(t, nk_load_f32(dt, p + j * es), pl->pf);
-    if (++rows == VB || r + 1 == pl->n_red) {
+    if (++rows == VB || r + 1 == end) {
       uint64_t c = count++;
       int k = 0;
       for (; c & 1; c >>= 1, k++)
@@ -673,8 +706,9 @@ NK_INLINE void vertical_sum_t(const rplan *pl, nrt_dtype dt, rxform t, const cha
   }
 }
 
-static void vertical_sum(const rplan *pl, const char *in, int64_t T, float *tot) {
-#define CALLV(dt, t) vertical_sum_t(pl, dt, t, in, T, tot)
+static void vertical_sum(const rplan *pl, const char *in, int64_t T, int64_t begin, int64_t end,
+                         float *tot) {
+#define CALLV(dt, t) vertical_sum_t(pl, dt, t, in, T, begin, end, tot)
   switch (pl->dt) {
   case NRT_FLOAT16: XF_CASES(CALLV, NRT_FLOAT16); break;
   case NRT_BFLOAT16: XF_CASES(CALLV, NRT_BFLOAT16); break;
@@ -699,13 +733,49 @@ static void vertical_range(void *arg, int64_t begin, int64_t end, int worker) {
     const char *in;
     char *o0, *o1;
     locate(pl, (t / per_row) * pl->ksize[0] + j0, &in, &o0, &o1);
-    vertical_sum(pl, in, T, tot);
+    vertical_sum(pl, in, T, 0, pl->n_red, tot);
     for (int64_t j = 0; j < T; j++) {
       acc_init(pl, &a);
       tree32_push(&a.t32, tot[j]);
       store(pl, &a, o0 + j * pl->kout[0][0], o1 ? o1 + j * pl->kout[1][0] : NULL);
     }
   }
+}
+
+/* Few outputs, long reduction, vertical layout (x.sum(0) of a [n, 8]
+ * matrix): fixed chunks of rows, each a partial vector, combined in order. */
+typedef struct vchunk_job {
+  const rplan *pl;
+  float *parts; /* chunks x VT */
+} vchunk_job;
+
+static void vchunks_range(void *arg, int64_t begin, int64_t end, int worker) {
+  (void)worker;
+  const vchunk_job *j = arg;
+  const int64_t rows = RED_CHUNK / VT;
+  for (int64_t c = begin; c < end; c++) {
+    int64_t lo = c * rows, hi = lo + rows < j->pl->n_red ? lo + rows : j->pl->n_red;
+    vertical_sum(j->pl, j->pl->in, j->pl->ksize[0], lo, hi, j->parts + c * VT);
+  }
+}
+
+static int vertical_chunked(const rplan *pl, nrt_exec_ctx *ctx) {
+  const int64_t rows = RED_CHUNK / VT, chunks = (pl->n_red + rows - 1) / rows;
+  float *parts = malloc((size_t)chunks * VT * sizeof(float));
+  if (!parts) {
+    nrt_exec_fail(ctx, "reduce: out of host memory for %lld partial results", (long long)chunks);
+    return -1;
+  }
+  vchunk_job job = {pl, parts};
+  nk_parallel_for(chunks, 1, vchunks_range, &job);
+  racc a;
+  for (int64_t j = 0; j < pl->ksize[0]; j++) {
+    acc_init(pl, &a);
+    for (int64_t c = 0; c < chunks; c++) tree32_push(&a.t32, parts[c * VT + j]);
+    store(pl, &a, pl->out[0] + j * pl->kout[0][0], NULL);
+  }
+  free(parts);
+  return 0;
 }
 
 /* ----------------------------------------------------------------- plan */
@@ -867,6 +937,8 @@ int nk_reduce_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
       return -1;
     }
   }
+  if (pl.n_out < RED_FEW_OUTPUTS && pl.n_red > RED_CHUNK && vertical_fits(&pl) && pl.n_out == pl.ksize[0])
+    return vertical_chunked(&pl, ctx);
   if (pl.n_out < RED_FEW_OUTPUTS && pl.n_red > RED_CHUNK) {
     int64_t chunks = (pl.n_red + RED_CHUNK - 1) / RED_CHUNK;
     racc *parts = malloc((size_t)chunks * sizeof *parts);

@@ -10,6 +10,7 @@
  * vectorised loop of the machine's ISA (softmax_<isa>_f32.c) when there is
  * one; float32 lines along an outer dim go in tiles of neighbours. */
 #include <math.h>
+#include <stdlib.h>
 
 #include "dtype_convert.h"
 #include "kernel_entries.h"
@@ -20,12 +21,14 @@
 
 typedef struct smplan {
   int log, backward, nops, dbl;
+  int last_dim; /* dim is the innermost dim */
   nrt_dtype dt[3];
   int64_t len, s[3];  /* along dim (bytes) */
   int nd;             /* the other dims */
   int64_t size[NRT_MAX_DIMS], st[3][NRT_MAX_DIMS];
   char *data[3];
   nk_softmax_vec_fn vec;
+  int widen; /* 16-bit lines go through float32 buffers to `vec` */
 } smplan;
 
 #define LANES 8
@@ -53,8 +56,14 @@ static void line_f32(const smplan *p, char *const *d) {
     float sum = 0;
     for (int j = 0; j < LANES; j++) sum += acc[j];
     if (p->log) {
-      const float ls = logf(sum);
-      for (int64_t i = 0; i < n; i++) nk_store_f32(to, d[0] + i * so, nk_load_f32(ti, d[1] + i * si) - m - ls);
+      /* ATen's CPU rounding: along the last dim a 16-bit input keeps the sum
+       * and its log in its own dtype (found bit-exact against torch 2.13) */
+      const int narrow = p->last_dim && (ti == NRT_FLOAT16 || ti == NRT_BFLOAT16);
+      const float ls = narrow ? nk_round_f32(ti, logf(nk_round_f32(ti, sum))) : logf(sum);
+      for (int64_t i = 0; i < n; i++) {
+        const float x = nk_load_f32(ti, d[1] + i * si);
+        nk_store_f32(to, d[0] + i * so, x - m - ls);
+      }
     } else {
       const float r = 1.0f / sum;
       for (int64_t i = 0; i < n; i++)
@@ -93,8 +102,8 @@ static void line_f64(const smplan *p, char *const *d) {
     double sum = 0;
     for (int j = 0; j < LANES; j++) sum += acc[j];
     if (p->log) {
-      const double ls = log(sum);
-      for (int64_t i = 0; i < n; i++) nk_store_f64(to, d[0] + i * so, nk_load_f64(ti, d[1] + i * si) - m - ls);
+      const double sh = m + log(sum);
+      for (int64_t i = 0; i < n; i++) nk_store_f64(to, d[0] + i * so, nk_load_f64(ti, d[1] + i * si) - sh);
     } else {
       const double r = 1.0 / sum;
       for (int64_t i = 0; i < n; i++)
@@ -115,9 +124,21 @@ static void line_f64(const smplan *p, char *const *d) {
   }
 }
 
+/* A contiguous 16-bit line through float32 copies and the vector line. */
+static int widened_line(const smplan *p, char *const *d, float *buf) {
+  const int64_t n = p->len;
+  char *b[3] = {(char *)buf, (char *)(buf + n), (char *)(buf + 2 * n)};
+  for (int o = 1; o < p->nops; o++)
+    for (int64_t i = 0; i < n; i++) ((float *)b[o])[i] = nk_load_f32(p->dt[o], d[o] + i * p->s[o]);
+  if (p->vec(p->log, p->backward, n, b[0], b[1], b[2])) return 1;
+  for (int64_t i = 0; i < n; i++) nk_store_f32(p->dt[0], d[0] + i * p->s[0], ((float *)b[0])[i]);
+  return 0;
+}
+
 static void lines_range(void *arg, int64_t begin, int64_t end, int worker) {
   (void)worker;
   const smplan *p = arg;
+  float *buf = p->widen ? malloc((size_t)p->len * 3 * sizeof(float)) : NULL;
   for (int64_t l = begin; l < end; l++) {
     char *d[3] = {p->data[0], p->data[1], p->data[2]};
     int64_t r = l;
@@ -126,10 +147,12 @@ static void lines_range(void *arg, int64_t begin, int64_t end, int worker) {
       r /= p->size[k];
       for (int o = 0; o < p->nops; o++) d[o] += i * p->st[o][k];
     }
-    if (p->vec && !p->vec(p->log, p->backward, p->len, d[0], d[1], d[2])) continue;
+    if (buf && !widened_line(p, d, buf)) continue;
+    if (p->vec && !p->widen && !p->vec(p->log, p->backward, p->len, d[0], d[1], d[2])) continue;
     if (p->dbl) line_f64(p, d);
     else line_f32(p, d);
   }
+  free(buf);
 }
 
 nk_softmax_vec_fn nk_softmax_vec_pick(void) {
@@ -164,11 +187,11 @@ static void tile_f32(const smplan *p, char *const *d, int64_t T) {
       const float *x = (const float *)(d[1] + i * p->s[1]);
       for (int64_t j = 0; j < T; j++) sum[j] += expf(x[j] - m[j]);
     }
-    for (int64_t j = 0; j < T; j++) sum[j] = p->log ? logf(sum[j]) : 1.0f / sum[j];
+    for (int64_t j = 0; j < T; j++) sum[j] = p->log ? m[j] + logf(sum[j]) : 1.0f / sum[j];
     for (int64_t i = 0; i < n; i++) {
       const float *x = (const float *)(d[1] + i * p->s[1]);
       float *o = (float *)(d[0] + i * p->s[0]);
-      for (int64_t j = 0; j < T; j++) o[j] = p->log ? x[j] - m[j] - sum[j] : expf(x[j] - m[j]) * sum[j];
+      for (int64_t j = 0; j < T; j++) o[j] = p->log ? x[j] - sum[j] : expf(x[j] - m[j]) * sum[j];
     }
     return;
   }
@@ -196,6 +219,7 @@ static void tiles_range(void *arg, int64_t begin, int64_t end, int worker) {
       r /= p->size[k];
       for (int o = 0; o < p->nops; o++) d[o] += i * p->st[o][k];
     }
+    if (p->vec && !nk_softmax_tile_avx2_f32(p->log, p->backward, p->len, T, d, p->s)) continue;
     tile_f32(p, d, T);
   }
 }
@@ -215,6 +239,7 @@ int nk_softmax_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
     }
   }
   p.dbl = p.dt[1] == NRT_FLOAT64;
+  p.last_dim = prm->dim == ops[0].ndim - 1;
   const int ndim = ops[0].ndim;
   if (ndim == 0 ? prm->dim != 0 : (prm->dim < 0 || prm->dim >= ndim)) {
     nrt_exec_fail(ctx, "softmax: dim %d out of range for %d dims", (int)prm->dim, ndim);
@@ -239,10 +264,20 @@ int nk_softmax_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
   for (int o = 0; o < nops; o++)
     if (p.dt[o] != NRT_FLOAT32 || (p.len > 1 && p.s[o] != 4)) all_f32_contig = 0;
   p.vec = all_f32_contig ? nk_softmax_vec_pick() : NULL;
+  /* 16-bit contiguous lines widen to float32 for the vector line, except
+   * log_softmax forward, which rounds like ATen's CPU (line_f32) */
+  int same16 = (p.dt[0] == NRT_FLOAT16 || p.dt[0] == NRT_BFLOAT16) && (p.backward || !p.log) && p.len > 1;
+  for (int o = 0; o < nops; o++)
+    if (p.dt[o] != p.dt[0] || p.s[o] != 2) same16 = 0;
+  if (same16 && nk_softmax_vec_pick()) {
+    p.vec = nk_softmax_vec_pick();
+    p.widen = 1;
+  }
   int tiles_fit = !all_f32_contig && p.nd > 0 && p.size[0] >= 2;
   for (int o = 0; o < nops; o++)
     if (p.dt[o] != NRT_FLOAT32 || p.st[o][0] != 4) tiles_fit = 0;
   if (tiles_fit) {
+    p.vec = nk_softmax_vec_pick(); /* non-NULL: the AVX2 tile may run */
     const int64_t tiles = lines / p.size[0] * ((p.size[0] + ST - 1) / ST);
     const int64_t work = p.len * ST;
     nk_parallel_for(tiles, NK_GRAIN_ELEMENTWISE / work > 0 ? NK_GRAIN_ELEMENTWISE / work : 1, tiles_range, &p);

@@ -119,3 +119,65 @@ int nk_softmax_avx2_f32(int log, int backward, int64_t n, char *o_, const char *
   }
   return 0;
 }
+
+/* T (a multiple of 8, at most 32) neighbouring float32 lines along an outer
+ * dim: d[k] is operand k's first line, s[k] its byte step along the dim. */
+int nk_softmax_tile_avx2_f32(int log, int backward, int64_t n, int64_t T, char *const *d,
+                             const int64_t *s) {
+  if (T % 8 || T > 32) return 1;
+  const int nv = (int)(T / 8);
+  __m256 m[4], sum[4];
+  for (int v = 0; v < nv; v++) sum[v] = _mm256_setzero_ps();
+  if (!backward) {
+    __m256 bad = _mm256_setzero_ps();
+    for (int v = 0; v < nv; v++) m[v] = _mm256_set1_ps(-INFINITY);
+    for (int64_t i = 0; i < n; i++) {
+      const float *x = (const float *)(d[1] + i * s[1]);
+      for (int v = 0; v < nv; v++) {
+        __m256 xv = _mm256_loadu_ps(x + 8 * v);
+        bad = _mm256_or_ps(bad, _mm256_cmp_ps(xv, xv, _CMP_UNORD_Q));
+        m[v] = _mm256_max_ps(m[v], xv);
+      }
+    }
+    if (_mm256_movemask_ps(bad)) return 1;
+    for (int64_t i = 0; i < n; i++) {
+      const float *x = (const float *)(d[1] + i * s[1]);
+      for (int v = 0; v < nv; v++) sum[v] = _mm256_add_ps(sum[v], vexp(_mm256_sub_ps(_mm256_loadu_ps(x + 8 * v), m[v])));
+    }
+    for (int v = 0; v < nv; v++) {
+      if (log) {
+        float t[8];
+        _mm256_storeu_ps(t, sum[v]);
+        for (int j = 0; j < 8; j++) t[j] = logf(t[j]);
+        sum[v] = _mm256_loadu_ps(t);
+      } else {
+        sum[v] = _mm256_div_ps(_mm256_set1_ps(1.0f), sum[v]);
+      }
+    }
+    for (int64_t i = 0; i < n; i++) {
+      const float *x = (const float *)(d[1] + i * s[1]);
+      float *o = (float *)(d[0] + i * s[0]);
+      for (int v = 0; v < nv; v++) {
+        __m256 xm = _mm256_sub_ps(_mm256_loadu_ps(x + 8 * v), m[v]);
+        _mm256_storeu_ps(o + 8 * v, log ? _mm256_sub_ps(xm, sum[v]) : _mm256_mul_ps(vexp(xm), sum[v]));
+      }
+    }
+    return 0;
+  }
+  for (int64_t i = 0; i < n; i++) {
+    const float *g = (const float *)(d[1] + i * s[1]), *y = (const float *)(d[2] + i * s[2]);
+    for (int v = 0; v < nv; v++) {
+      __m256 gv = _mm256_loadu_ps(g + 8 * v);
+      sum[v] = log ? _mm256_add_ps(sum[v], gv) : _mm256_fmadd_ps(gv, _mm256_loadu_ps(y + 8 * v), sum[v]);
+    }
+  }
+  for (int64_t i = 0; i < n; i++) {
+    const float *g = (const float *)(d[1] + i * s[1]), *y = (const float *)(d[2] + i * s[2]);
+    float *o = (float *)(d[0] + i * s[0]);
+    for (int v = 0; v < nv; v++) {
+      __m256 gv = _mm256_loadu_ps(g + 8 * v), yv = _mm256_loadu_ps(y + 8 * v);
+      _mm256_storeu_ps(o + 8 * v, log ? _mm256_fnmadd_ps(vexp(yv), sum[v], gv) : _mm256_mul_ps(yv, _mm256_sub_ps(gv, sum[v])));
+    }
+  }
+  return 0;
+}

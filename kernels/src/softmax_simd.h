@@ -16,6 +16,11 @@ typedef int (*nk_softmax_vec_fn)(int log, int backward, int64_t n, char *o, cons
 
 int nk_softmax_avx2_f32(int log, int backward, int64_t n, char *o, const char *a, const char *b);
 
+/* T neighbouring float32 lines along an outer dim (softmax.c's tiles);
+ * returns 1 when it does not take them (T not a multiple of 8, a NaN). */
+int nk_softmax_tile_avx2_f32(int log, int backward, int64_t n, int64_t T, char *const *d,
+                             const int64_t *s);
+
 /* The variant for this machine's ISA, or NULL. */
 nk_softmax_vec_fn nk_softmax_vec_pick(void);
 

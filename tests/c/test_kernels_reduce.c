@@ -339,6 +339,43 @@ static void test_sum_precision(void) {
   tk_free(out2);
 }
 
+/* x.sum(0) of a tall [n, 10] matrix: few outputs, long vertical reduction
+ * (chunks of rows combined in order); sum, mean, 2-norm, float16 input */
+static void test_tall_vertical(void) {
+  const int64_t n = 100003, w = 10;
+  int64_t sz[2] = {n, w}, ost[2] = {0, 1};
+  float *x = tk_alloc((size_t)(n * w) * 4), *o = tk_alloc((size_t)w * 4);
+  uint16_t *h = tk_alloc((size_t)(n * w) * 2);
+  double ref[3][10] = {{0}};
+  for (int64_t i = 0; i < n * w; i++) {
+    x[i] = (float)(int)(tk_rand() % 2001 - 1000) / 512.0f;
+    h[i] = tk_f16_bits(x[i]);
+    ref[0][i % w] += x[i];
+    ref[2][i % w] += (double)x[i] * x[i];
+  }
+  static const nk_reduce_op opsl[3] = {NK_REDUCE_SUM, NK_REDUCE_MEAN, NK_REDUCE_NORM};
+  for (int half = 0; half < 2; half++)
+    for (int k = 0; k < 3; k++) {
+      nk_reduce_params p = rp(opsl[k]);
+      p.p = 2;
+      nrt_operand ops[2] = {tk_operand(o, NRT_FLOAT32, 2, sz, ost),
+                            half ? tk_operand(h, NRT_FLOAT16, 2, sz, NULL) : tk_operand(x, NRT_FLOAT32, 2, sz, NULL)};
+      nrt_task t = tk_task(NK_KERNEL_REDUCE, 2, ops, &p, sizeof p);
+      CHECK_OK(tk_run(&t));
+      int bad = 0;
+      for (int64_t j = 0; j < w; j++) {
+        double want = k == 0 ? ref[0][j] : k == 1 ? ref[0][j] / n : sqrt(ref[2][j]);
+        double scale = k == 0 ? sqrt((double)n) * 2 : k == 1 ? 2.0 / sqrt((double)n) : want;
+        if (fabs(o[j] - want) > 1e-5 * scale + 1e-6 * fabs(want) && bad++ < 3)
+          fprintf(stderr, "  tall op %d half %d [%lld]: got %.9g want %.9g\n", k, half, (long long)j, o[j], want);
+      }
+      CHECK(bad == 0);
+    }
+  tk_free(x);
+  tk_free(h);
+  tk_free(o);
+}
+
 static void test_reduce_empty_and_validation(void) {
   int64_t sz[2] = {3, 0}, st[2] = {0, 1}, ost[2] = {1, 0};
   float *in = tk_alloc(4), *out = tk_alloc(12);
@@ -463,8 +500,8 @@ static void test_scan(void) {
 
 /* --------------------------------------------------------------- softmax */
 
-static void check_softmax(nrt_dtype t, int is_log, int backward, int dim, int64_t n_line, int nan_row) {
-  const int64_t lines = 5;
+static void check_softmax(nrt_dtype t, int is_log, int backward, int dim, int64_t n_line, int nan_row,
+                          int64_t lines) {
   int64_t sizes[2] = {dim == 1 ? lines : n_line, dim == 1 ? n_line : lines};
   int64_t numel = lines * n_line;
   char *x = tk_alloc((size_t)(numel * tk_size(t))), *g = tk_alloc((size_t)(numel * tk_size(t)));
@@ -543,8 +580,12 @@ static void test_softmax(void) {
     for (int lg = 0; lg < 2; lg++)
       for (int bwd = 0; bwd < 2; bwd++)
         for (int dim = 0; dim < 2; dim++)
-          for (size_t k = 0; k < 5; k++) check_softmax(fl[f], lg, bwd, dim, lens[k], 0);
-  for (int lg = 0; lg < 2; lg++) check_softmax(NRT_FLOAT32, lg, 0, 1, 33, 1); /* NaN: its row all NaN */
+          for (size_t k = 0; k < 5; k++) check_softmax(fl[f], lg, bwd, dim, lens[k], 0, 5);
+  for (int lg = 0; lg < 2; lg++) check_softmax(NRT_FLOAT32, lg, 0, 1, 33, 1, 5); /* NaN: its row all NaN */
+  /* float32 along dim 0 with 40 neighbouring lines: vector tiles of 32 and 8 */
+  for (int lg = 0; lg < 2; lg++)
+    for (int bwd = 0; bwd < 2; bwd++) check_softmax(NRT_FLOAT32, lg, bwd, 0, 19, 0, 40);
+  for (int lg = 0; lg < 2; lg++) check_softmax(NRT_FLOAT32, lg, 0, 0, 19, 1, 40); /* NaN in a tile */
   /* -inf entries give exact zeros */
   float xs[4] = {-INFINITY, 0, -INFINITY, 1}, *x = tk_alloc(16), *o = tk_alloc(16);
   memcpy(x, xs, 16);
@@ -566,9 +607,10 @@ static void tests(void) {
   test_reduce_ops();
   test_reduce_ties_and_chunks();
   test_sum_precision();
+  test_tall_vertical();
   test_reduce_empty_and_validation();
   test_scan();
   test_softmax();
 }
 
-int main(void) { return tk_main(tests, "test_kernels_reduce"); }
+int main(void) { return tk_main(tests, __FILE__); }

@@ -28,6 +28,7 @@
 #include <ATen/ops/all_native.h>
 #include <ATen/ops/amax_native.h>
 #include <ATen/ops/amin_native.h>
+#include <ATen/ops/aminmax_native.h>
 #include <ATen/ops/any_native.h>
 #include <ATen/ops/argmax_native.h>
 #include <ATen/ops/argmin_native.h>
@@ -103,37 +104,33 @@ void describe_dim_output(const Tensor& out, const Tensor& self, int64_t dim, boo
   }
 }
 
-// The stubs that receive a reduction TensorIterator: one table.
-struct IterStub {
+// The stubs that receive a reduction TensorIterator: which kernel op each
+// is and the name its tasks carry, one table.
+constexpr struct {
   nk_reduce_op op;
   const char* name;
-};
-constexpr IterStub kIterStubs[] = {
-    {NK_REDUCE_SUM, "aten::sum"},         {NK_REDUCE_NANSUM, "aten::nansum"},
-    {NK_REDUCE_PROD, "aten::prod"},       {NK_REDUCE_MEAN, "aten::mean"},
-    {NK_REDUCE_ALL, "aten::all"},         {NK_REDUCE_ANY, "aten::any"},
-    {NK_REDUCE_MIN, "aten::amin"},        {NK_REDUCE_MAX, "aten::amax"},
-    {NK_REDUCE_ARGMAX, "aten::argmax"},   {NK_REDUCE_ARGMIN, "aten::argmin"},
+} kIterStubs[] = {
+    {NK_REDUCE_SUM, "aten::sum"},       {NK_REDUCE_NANSUM, "aten::nansum"},
+    {NK_REDUCE_PROD, "aten::prod"},     {NK_REDUCE_MEAN, "aten::mean"},
+    {NK_REDUCE_ALL, "aten::all"},       {NK_REDUCE_ANY, "aten::any"},
+    {NK_REDUCE_MIN, "aten::amin"},      {NK_REDUCE_MAX, "aten::amax"},
+    {NK_REDUCE_ARGMAX, "aten::argmax"}, {NK_REDUCE_ARGMIN, "aten::argmin"},
 };
 
-template <size_t I>
-void iter_stub(at::TensorIterator& iter) {
-  launch_reduce(iter, kIterStubs[I].name, reduce_params(kIterStubs[I].op));
+constexpr const char* iter_stub_name(nk_reduce_op op) {
+  for (const auto& e : kIterStubs) {
+    if (e.op == op) return e.name;
+  }
+  return nullptr;
 }
 
 }  // namespace
 
-// Named (not anonymous) so the stub registrations below can take them.
-void sum_kernel(at::TensorIterator& iter) { iter_stub<0>(iter); }
-void nansum_kernel(at::TensorIterator& iter) { iter_stub<1>(iter); }
-void prod_kernel(at::TensorIterator& iter) { iter_stub<2>(iter); }
-void mean_kernel(at::TensorIterator& iter) { iter_stub<3>(iter); }
-void and_kernel(at::TensorIterator& iter) { iter_stub<4>(iter); }
-void or_kernel(at::TensorIterator& iter) { iter_stub<5>(iter); }
-void min_values_kernel(at::TensorIterator& iter) { iter_stub<6>(iter); }
-void max_values_kernel(at::TensorIterator& iter) { iter_stub<7>(iter); }
-void argmax_kernel(at::TensorIterator& iter) { iter_stub<8>(iter); }
-void argmin_kernel(at::TensorIterator& iter) { iter_stub<9>(iter); }
+template <nk_reduce_op Op>
+void iter_stub(at::TensorIterator& iter) {
+  static_assert(iter_stub_name(Op) != nullptr, "op missing from kIterStubs");
+  launch_reduce(iter, iter_stub_name(Op), reduce_params(Op));
+}
 
 void norm_kernel(at::TensorIterator& iter, const c10::Scalar& p) {
   nk_reduce_params prm = reduce_params(NK_REDUCE_NORM);
@@ -169,6 +166,28 @@ void minmax_all_kernel(Tensor& result, const Tensor& self) {
   describe_full_output(result, *task.operand(1), task.operand(0));
   *task.params<nk_reduce_params>() = reduce_params(Op);
   launch(self.device().index(), task);
+}
+
+// aminmax: the two extremes, one launch each.
+void aminmax_kernel(const Tensor& self, int64_t dim, bool keepdim, Tensor& min, Tensor& max) {
+  dim = at::maybe_wrap_dim(dim, self.dim());
+  for (int k = 0; k < 2; ++k) {
+    Task task(NK_KERNEL_REDUCE, "aten::aminmax", 2);
+    TORCH_INTERNAL_ASSERT(describe(self, task.operand(1)));
+    describe_dim_output(k ? max : min, self, dim, keepdim, task.operand(0));
+    *task.params<nk_reduce_params>() = reduce_params(k ? NK_REDUCE_MAX : NK_REDUCE_MIN);
+    launch(self.device().index(), task);
+  }
+}
+
+void aminmax_all_kernel(const Tensor& self, Tensor& min, Tensor& max) {
+  for (int k = 0; k < 2; ++k) {
+    Task task(NK_KERNEL_REDUCE, "aten::aminmax", 2);
+    TORCH_INTERNAL_ASSERT(describe(self, task.operand(1)));
+    describe_full_output(k ? max : min, *task.operand(1), task.operand(0));
+    *task.params<nk_reduce_params>() = reduce_params(k ? NK_REDUCE_MAX : NK_REDUCE_MIN);
+    launch(self.device().index(), task);
+  }
 }
 
 // ---- NK_KERNEL_SCAN -------------------------------------------------------
@@ -412,6 +431,31 @@ std::tuple<Tensor&, Tensor&> minmax_dim_out(const Tensor& self, int64_t dim, boo
   return {values, indices};
 }
 
+// aminmax: structured with two outputs.
+std::tuple<Tensor, Tensor> aminmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+  if (!native(self)) {
+    auto t = run_on_cpu("aten::aminmax", "", {self, dim, keepdim}).toTuple();
+    return {t->elements()[0].toTensor(), t->elements()[1].toTensor()};
+  }
+  structured::Functional<at::native::structured_aminmax_out, 2> op;
+  op.meta(self, dim, keepdim);
+  op.impl(self, dim, keepdim, op.output(0), op.output(1));
+  return {std::move(op.outputs_[0]), std::move(op.outputs_[1])};
+}
+
+std::tuple<Tensor&, Tensor&> aminmax_out(const Tensor& self, std::optional<int64_t> dim, bool keepdim,
+                                         Tensor& min, Tensor& max) {
+  if (!native(self) || !native(min) || !native(max)) {
+    run_on_cpu("aten::aminmax", "out", {self, dim, keepdim, min, max});
+    return {min, max};
+  }
+  structured::Out<at::native::structured_aminmax_out, 2> op(min, max);
+  op.meta(self, dim, keepdim);
+  op.impl(self, dim, keepdim, op.output(0), op.output(1));
+  op.copy_back();
+  return {min, max};
+}
+
 // Non-structured ops whose CPU/CUDA function is shared: native once the
 // stubs are ours.  Complex and other dtypes go to the CPU.
 Tensor prod_all(const Tensor& self, std::optional<c10::ScalarType> dtype) {
@@ -566,6 +610,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("max.dim_max", TORCH_FN(minmax_dim_out<at::native::structured_max_out>));
   m.impl("min.dim", TORCH_FN(minmax_dim<at::native::structured_min_out>));
   m.impl("min.dim_min", TORCH_FN(minmax_dim_out<at::native::structured_min_out>));
+  m.impl("aminmax", TORCH_FN(aminmax));
+  m.impl("aminmax.out", TORCH_FN(aminmax_out));
   m.impl("max", TORCH_FN(max_all));
   m.impl("min", TORCH_FN(min_all));
   m.impl("max.unary_out", TORCH_FN(max_all_out));
@@ -589,22 +635,24 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 }  // namespace torchneuron
 
 namespace at::native {
-REGISTER_PRIVATEUSE1_DISPATCH(sum_stub, &torchneuron::sum_kernel);
-REGISTER_PRIVATEUSE1_DISPATCH(nansum_stub, &torchneuron::nansum_kernel);
-REGISTER_PRIVATEUSE1_DISPATCH(prod_stub, &torchneuron::prod_kernel);
-REGISTER_PRIVATEUSE1_DISPATCH(mean_stub, &torchneuron::mean_kernel);
-REGISTER_PRIVATEUSE1_DISPATCH(and_stub, &torchneuron::and_kernel);
-REGISTER_PRIVATEUSE1_DISPATCH(or_stub, &torchneuron::or_kernel);
-REGISTER_PRIVATEUSE1_DISPATCH(min_values_stub, &torchneuron::min_values_kernel);
-REGISTER_PRIVATEUSE1_DISPATCH(max_values_stub, &torchneuron::max_values_kernel);
-REGISTER_PRIVATEUSE1_DISPATCH(argmax_stub, &torchneuron::argmax_kernel);
-REGISTER_PRIVATEUSE1_DISPATCH(argmin_stub, &torchneuron::argmin_kernel);
+REGISTER_PRIVATEUSE1_DISPATCH(sum_stub, &torchneuron::iter_stub<NK_REDUCE_SUM>);
+REGISTER_PRIVATEUSE1_DISPATCH(nansum_stub, &torchneuron::iter_stub<NK_REDUCE_NANSUM>);
+REGISTER_PRIVATEUSE1_DISPATCH(prod_stub, &torchneuron::iter_stub<NK_REDUCE_PROD>);
+REGISTER_PRIVATEUSE1_DISPATCH(mean_stub, &torchneuron::iter_stub<NK_REDUCE_MEAN>);
+REGISTER_PRIVATEUSE1_DISPATCH(and_stub, &torchneuron::iter_stub<NK_REDUCE_ALL>);
+REGISTER_PRIVATEUSE1_DISPATCH(or_stub, &torchneuron::iter_stub<NK_REDUCE_ANY>);
+REGISTER_PRIVATEUSE1_DISPATCH(min_values_stub, &torchneuron::iter_stub<NK_REDUCE_MIN>);
+REGISTER_PRIVATEUSE1_DISPATCH(max_values_stub, &torchneuron::iter_stub<NK_REDUCE_MAX>);
+REGISTER_PRIVATEUSE1_DISPATCH(argmax_stub, &torchneuron::iter_stub<NK_REDUCE_ARGMAX>);
+REGISTER_PRIVATEUSE1_DISPATCH(argmin_stub, &torchneuron::iter_stub<NK_REDUCE_ARGMIN>);
 REGISTER_PRIVATEUSE1_DISPATCH(norm_stub, &torchneuron::norm_kernel);
 REGISTER_PRIVATEUSE1_DISPATCH(std_var_stub, &torchneuron::std_var_kernel);
 REGISTER_PRIVATEUSE1_DISPATCH(max_stub, &torchneuron::minmax_dim_kernel<NK_REDUCE_MAX_INDEX>);
 REGISTER_PRIVATEUSE1_DISPATCH(min_stub, &torchneuron::minmax_dim_kernel<NK_REDUCE_MIN_INDEX>);
 REGISTER_PRIVATEUSE1_DISPATCH(max_all_stub, &torchneuron::minmax_all_kernel<NK_REDUCE_MAX>);
 REGISTER_PRIVATEUSE1_DISPATCH(min_all_stub, &torchneuron::minmax_all_kernel<NK_REDUCE_MIN>);
+REGISTER_PRIVATEUSE1_DISPATCH(aminmax_stub, &torchneuron::aminmax_kernel);
+REGISTER_PRIVATEUSE1_DISPATCH(aminmax_allreduce_stub, &torchneuron::aminmax_all_kernel);
 REGISTER_PRIVATEUSE1_DISPATCH(cumsum_stub, &torchneuron::cumsum_kernel);
 REGISTER_PRIVATEUSE1_DISPATCH(cumprod_stub, &torchneuron::cumprod_kernel);
 REGISTER_PRIVATEUSE1_DISPATCH(logcumsumexp_stub, &torchneuron::logcumsumexp_kernel);
