@@ -130,7 +130,8 @@ NK_INLINE void same_row(const unary_plan *p, nrt_dtype t, nk_unary_op op, int64_
   X(NK_UNARY_ROUND_DECIMALS) X(NK_UNARY_TRUNC) X(NK_UNARY_FRAC) X(NK_UNARY_RELU)                   \
   X(NK_UNARY_CLAMP) X(NK_UNARY_GELU) X(NK_UNARY_GELU_TANH) X(NK_UNARY_SILU) X(NK_UNARY_MISH)       \
   X(NK_UNARY_SOFTPLUS) X(NK_UNARY_ELU) X(NK_UNARY_LEAKY_RELU) X(NK_UNARY_HARDSIGMOID)              \
-  X(NK_UNARY_HARDSWISH) X(NK_UNARY_NAN_TO_NUM)
+  X(NK_UNARY_HARDSWISH) X(NK_UNARY_NAN_TO_NUM) X(NK_UNARY_SINC) X(NK_UNARY_HARDSHRINK)              \
+  X(NK_UNARY_SOFTSHRINK) X(NK_UNARY_LOG_SIGMOID) X(NK_UNARY_POLYGAMMA)
 
 NK_INLINE void same_ops(const unary_plan *p, nrt_dtype t, int64_t n, char *const *data,
                         const int64_t *s) {
@@ -235,7 +236,8 @@ NK_INLINE void bw_same_row(const bw_plan *p, nrt_dtype t, nk_unary_backward_op o
   X(NK_UNARY_BW_SIGMOID) X(NK_UNARY_BW_TANH) X(NK_UNARY_BW_LOGIT) X(NK_UNARY_BW_GELU)              \
   X(NK_UNARY_BW_GELU_TANH) X(NK_UNARY_BW_SILU) X(NK_UNARY_BW_MISH) X(NK_UNARY_BW_SOFTPLUS)         \
   X(NK_UNARY_BW_ELU) X(NK_UNARY_BW_ELU_RESULT) X(NK_UNARY_BW_LEAKY_RELU) X(NK_UNARY_BW_HARDTANH)   \
-  X(NK_UNARY_BW_HARDSIGMOID) X(NK_UNARY_BW_HARDSWISH) X(NK_UNARY_BW_THRESHOLD)
+  X(NK_UNARY_BW_HARDSIGMOID) X(NK_UNARY_BW_HARDSWISH) X(NK_UNARY_BW_THRESHOLD)                     \
+  X(NK_UNARY_BW_SHRINK) X(NK_UNARY_BW_LOG_SIGMOID)
 
 NK_INLINE void bw_same_ops(const bw_plan *p, nrt_dtype t, int64_t n, char *const *data,
                            const int64_t *s) {
