@@ -4,13 +4,14 @@
  * Formulas follow ATen's CPU kernels (UnaryOpsKernel.cpp, Activation.cpp's
  * kernels): the same expressions in the same order, float32 math through the
  * C library's float functions (expf, tanhf, ...), float16/bfloat16 computed
- * in float32 by the caller.  erfinv and digamma have no C library function:
- * they are computed in double here (a tighter result than ATen's float code,
- * within its tolerances).  Integers are computed in uint64 so that abs/neg of
- * the minimum wrap instead of overflowing; the caller wraps the result to the
- * compute dtype's width.
+ * in float32 by the caller.  erfinv has no C library function: it is
+ * computed in double (a tighter result than ATen's float code, within its
+ * tolerances); digamma/trigamma follow ATen's float code in float and its
+ * double code in double.  Integers are computed in uint64 so that abs/neg
+ * of the minimum wrap instead of overflowing; the caller wraps the result to
+ * the compute dtype's width.
  *
- * The parameters arrive as nk_scalar p[3]; nk_unary_prepare turns them once
+ * The parameters arrive as nk_scalar p[3]; prepare() in unary.c turns them once
  * per task into each class's form (and derived constants such as elu's
  * coefficients or round's power of ten), so the per-element code never
  * converts. */
@@ -143,6 +144,52 @@ static inline double nk_trigamma(double x) {
   return sign * result;
 }
 
+/* float twins of calc_digamma/calc_trigamma: ATen computes float16,
+ * bfloat16 and float32 in float arithmetic, so these follow it step by step */
+static inline float nk_digamma_f(float x) {
+  static const float A[] = {8.33333333333333333333E-2f, -2.10927960927960927961E-2f,
+                            7.57575757575757575758E-3f, -4.16666666666666666667E-3f,
+                            3.96825396825396825397E-3f, -8.33333333333333333333E-3f,
+                            8.33333333333333333333E-2f};
+  if (x == 0) return copysignf(INFINITY, -x);
+  float result = 0;
+  if (x < 0) {
+    if (x == truncf(x)) return NAN;
+    double q, r = modf(x, &q);
+    result = -(float)(NK_PI / tan(NK_PI * r));
+    x = 1 - x;
+  }
+  while (x < 10) {
+    result -= 1 / x;
+    x += 1;
+  }
+  if (x == 10) return result + 2.25175258906672110764f;
+  float y = 0;
+  if (x < 1.0e17f) {
+    float z = 1 / (x * x), poly = A[0];
+    for (int k = 1; k < 7; k++) poly = poly * z + A[k];
+    y = z * poly;
+  }
+  return result + logf(x) - (0.5f / x) - y;
+}
+
+static inline float nk_trigamma_f(float x) {
+  float sign = +1, result = 0;
+  if (x < 0.5f) {
+    sign = -1;
+    const float s = sinf((float)NK_PI * x);
+    result -= (float)(NK_PI * NK_PI) / (s * s);
+    x = 1 - x;
+  }
+  for (int i = 0; i < 6; ++i) {
+    result += 1 / (x * x);
+    x += 1;
+  }
+  const float ixx = 1 / (x * x);
+  result += (1 + 1 / (2 * x) + ixx * (1.f / 6 - ixx * (1.f / 30 - ixx * (1.f / 42)))) / x;
+  return sign * result;
+}
+
 /* Hurwitz zeta(x, q), Cephes' zeta.c as ATen has it */
 static inline double nk_zeta(double x, double q) {
   static const double machep = 1.11022302462515654042E-16;
@@ -184,7 +231,6 @@ static inline double nk_zeta(double x, double q) {
   return s;
 }
 
-static inline double nk_digamma(double x);
 /* ATen's polygamma: digamma, trigamma, else (-1)^(n+1) n! zeta(n+1, x) */
 static inline double nk_polygamma(int64_t n, double x) {
   if (n == 0) return nk_digamma(x);
@@ -238,7 +284,7 @@ NK_INLINE float nk_unary_f32(nk_unary_op op, float x, const nk_uprm *p) {
   case NK_UNARY_ERFC: return erfcf(x);
   case NK_UNARY_ERFINV: return (float)nk_erfinv(x);
   case NK_UNARY_LGAMMA: return nk_lgammaf(x);
-  case NK_UNARY_DIGAMMA: return (float)nk_digamma(x);
+  case NK_UNARY_DIGAMMA: return nk_digamma_f(x);
   case NK_UNARY_FLOOR: return floorf(x);
   case NK_UNARY_CEIL: return ceilf(x);
   case NK_UNARY_ROUND: return nearbyintf(x);
@@ -284,7 +330,8 @@ NK_INLINE float nk_unary_f32(nk_unary_op op, float x, const nk_uprm *p) {
   case NK_UNARY_SOFTSHRINK:
     return isnan(x) ? x : x > p->f[0] ? x - p->f[0] : x < -p->f[0] ? x + p->f[0] : 0.0f;
   case NK_UNARY_LOG_SIGMOID: return (x < 0.0f ? x : 0.0f) - log1pf(expf(-fabsf(x)));
-  case NK_UNARY_POLYGAMMA: return (float)nk_polygamma(p->i[0], x);
+  case NK_UNARY_POLYGAMMA:
+    return p->i[0] == 0 ? nk_digamma_f(x) : p->i[0] == 1 ? nk_trigamma_f(x) : (float)nk_polygamma(p->i[0], x);
   default: return x; /* refused by the plan */
   }
 }
