@@ -4,8 +4,8 @@
  * One op table (unary_ops.h) serves both kernels; per task the op's
  * parameters are converted once (nk_unary_prepare) and the op is checked
  * against the compute class.  Inner loops, picked per row:
- *   - vectorised (unary_avx2_f32.c): float32 throughout, both contiguous,
- *     for the ops that have a vector body;
+ *   - vectorised (unary_avx2_f32.c): float32 throughout, every operand
+ *     contiguous, for the ops that have a vector body (forward and backward);
  *   - same dtype: every operand and the compute in float32, float64,
  *     float16 or bfloat16, each (dtype, op) a loop of its own, so the op's
  *     switch folds away and contiguous rows get constant strides;
@@ -199,6 +199,7 @@ typedef struct bw_plan {
   nk_unary_backward_op op;
   nrt_dtype out, a, b, compute;
   nk_uprm prm;
+  nk_unary_bw_vec_fn vec; /* set when the vectorised loop applies */
 } bw_plan;
 
 NK_INLINE void bw_elem(const bw_plan *p, nrt_dtype to, nrt_dtype ta, nrt_dtype tb, nrt_dtype tc,
@@ -251,6 +252,9 @@ NK_INLINE void bw_same_ops(const bw_plan *p, nrt_dtype t, int64_t n, char *const
 
 static void bw_same_loop(void *ctx, int64_t n, char *const *data, const int64_t *s) {
   const bw_plan *p = ctx;
+  if (p->vec && s[0] == 4 && s[1] == 4 && s[2] == 4 &&
+      p->vec(p->op, n, (float *)data[0], (const float *)data[1], (const float *)data[2], &p->prm))
+    return;
   switch (p->out) {
   case NRT_FLOAT32: bw_same_ops(p, NRT_FLOAT32, n, data, s); break;
   case NRT_FLOAT64: bw_same_ops(p, NRT_FLOAT64, n, data, s); break;
@@ -292,6 +296,7 @@ int nk_unary_backward_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
   }
   prepare(true, p.op, p.compute, prm->p, &p.prm);
   const bool same = floating && p.out == p.compute && p.a == p.compute && p.b == p.compute;
+  p.vec = same && p.compute == NRT_FLOAT32 ? nk_unary_bw_pick_vec() : NULL;
   nk_for_each(task->operands, 3, same ? bw_same_loop : bw_mixed_loop, &p);
   return 0;
 }
