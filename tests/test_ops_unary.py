@@ -66,12 +66,18 @@ FLOAT_OPS = {
     "leaky_relu": (F.leaky_relu, None), "hardtanh": (F.hardtanh, None), "relu6": (F.relu6, None),
     "hardsigmoid": (F.hardsigmoid, None), "hardswish": (F.hardswish, None),
     "threshold": (lambda x: F.threshold(x, 0.5, -2.0), None),
-    "nan_to_num": (torch.nan_to_num, None),
+    "nan_to_num": (torch.nan_to_num, None), "sinc": (torch.sinc, None),
+    "hardshrink": (F.hardshrink, None), "softshrink": (lambda x: F.softshrink(x, 0.7), None),
+    "logsigmoid": (F.logsigmoid, (-20, 20)), "tanhshrink": (F.tanhshrink, None),
+    "polygamma1": (lambda x: torch.polygamma(1, x), (0.1, 8)),
+    "polygamma3": (lambda x: torch.polygamma(3, x), (0.1, 8)),
+    "special_expit": (torch.special.expit, None), "special_ndtr": (torch.special.ndtr, None),
 }
 
 
 def tol(dtype, name):
-    if dtype == torch.float32 and name in ("lgamma", "digamma", "erfinv", "tan"):
+    if dtype == torch.float32 and name in ("lgamma", "digamma", "erfinv", "tan", "polygamma1",
+                                           "polygamma3"):
         return {"rtol": 2e-5, "atol": 2e-5}
     return {}
 
@@ -246,6 +252,10 @@ BACKWARD = {
     "hardsigmoid_backward": lambda g, x: torch.ops.aten.hardsigmoid_backward(g, x),
     "hardswish_backward": lambda g, x: torch.ops.aten.hardswish_backward(g, x),
     "threshold_backward": lambda g, x: torch.ops.aten.threshold_backward(g, x, 0.5),
+    "hardshrink_backward": lambda g, x: torch.ops.aten.hardshrink_backward(g, x, 0.5),
+    "softshrink_backward": lambda g, x: torch.ops.aten.softshrink_backward(g, x, 0.7),
+    "log_sigmoid_backward": lambda g, x: torch.ops.aten.log_sigmoid_backward(
+        g, x, torch.ops.aten.log_sigmoid_forward(x)[1]),
 }
 
 
@@ -267,7 +277,9 @@ AUTOGRAD = {
     "leaky_relu": lambda x: F.leaky_relu(x, 0.2), "hardtanh": F.hardtanh, "relu6": F.relu6,
     "hardsigmoid": F.hardsigmoid, "hardswish": F.hardswish, "logit": lambda x: torch.logit(x.sigmoid()),
     "exp": torch.exp, "neg": torch.neg, "abs": torch.abs, "sin": torch.sin,
-    "threshold": lambda x: F.threshold(x, 0.1, 3.0),
+    "threshold": lambda x: F.threshold(x, 0.1, 3.0), "logsigmoid": F.logsigmoid,
+    "hardshrink": F.hardshrink, "softshrink": F.softshrink,
+    "lgamma": lambda x: torch.lgamma(x.abs() + 0.5), "digamma": lambda x: torch.digamma(x.abs() + 0.5),
 }
 
 

@@ -268,6 +268,11 @@ typedef enum nk_unary_op {
   NK_UNARY_HARDSIGMOID,
   NK_UNARY_HARDSWISH,
   NK_UNARY_NAN_TO_NUM, /* p0 = nan, p1 = posinf, p2 = neginf replacements  */
+  NK_UNARY_SINC,      /* sin(pi x) / (pi x), 1 at 0                        */
+  NK_UNARY_HARDSHRINK, /* p0 = lambda: |x| <= lambda ? 0 : x               */
+  NK_UNARY_SOFTSHRINK, /* p0 = lambda                                      */
+  NK_UNARY_LOG_SIGMOID,
+  NK_UNARY_POLYGAMMA, /* p0.i = n >= 0 (0: digamma, 1: trigamma)           */
   NK_UNARY_BITWISE_NOT, /* IB                                              */
   NK_UNARY_ISNAN,     /* P from here on                                    */
   NK_UNARY_ISINF,
@@ -298,6 +303,8 @@ typedef enum nk_unary_backward_op {
   NK_UNARY_BW_HARDSIGMOID, /* a = grad, b = x                              */
   NK_UNARY_BW_HARDSWISH,   /* a = grad, b = x                              */
   NK_UNARY_BW_THRESHOLD,   /* a = x, b = other: x <= p0 ? p1 : other (FI)  */
+  NK_UNARY_BW_SHRINK,      /* a = grad, b = x; p0 = lambda                 */
+  NK_UNARY_BW_LOG_SIGMOID, /* a = grad, b = x                              */
   NK_UNARY_BW_OP_COUNT
 } nk_unary_backward_op;
 

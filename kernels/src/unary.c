@@ -4,8 +4,8 @@
  * One op table (unary_ops.h) serves both kernels; per task the op's
  * parameters are converted once (nk_unary_prepare) and the op is checked
  * against the compute class.  Inner loops, picked per row:
- *   - vectorised (unary_avx2_f32.c): float32 throughout, both contiguous,
- *     for the ops that have a vector body;
+ *   - vectorised (unary_avx2_f32.c): float32 throughout, every operand
+ *     contiguous, for the ops that have a vector body (forward and backward);
  *   - same dtype: every operand and the compute in float32, float64,
  *     float16 or bfloat16, each (dtype, op) a loop of its own, so the op's
  *     switch folds away and contiguous rows get constant strides;
@@ -130,7 +130,8 @@ NK_INLINE void same_row(const unary_plan *p, nrt_dtype t, nk_unary_op op, int64_
   X(NK_UNARY_ROUND_DECIMALS) X(NK_UNARY_TRUNC) X(NK_UNARY_FRAC) X(NK_UNARY_RELU)                   \
   X(NK_UNARY_CLAMP) X(NK_UNARY_GELU) X(NK_UNARY_GELU_TANH) X(NK_UNARY_SILU) X(NK_UNARY_MISH)       \
   X(NK_UNARY_SOFTPLUS) X(NK_UNARY_ELU) X(NK_UNARY_LEAKY_RELU) X(NK_UNARY_HARDSIGMOID)              \
-  X(NK_UNARY_HARDSWISH) X(NK_UNARY_NAN_TO_NUM)
+  X(NK_UNARY_HARDSWISH) X(NK_UNARY_NAN_TO_NUM) X(NK_UNARY_SINC) X(NK_UNARY_HARDSHRINK)              \
+  X(NK_UNARY_SOFTSHRINK) X(NK_UNARY_LOG_SIGMOID) X(NK_UNARY_POLYGAMMA)
 
 NK_INLINE void same_ops(const unary_plan *p, nrt_dtype t, int64_t n, char *const *data,
                         const int64_t *s) {
@@ -198,6 +199,7 @@ typedef struct bw_plan {
   nk_unary_backward_op op;
   nrt_dtype out, a, b, compute;
   nk_uprm prm;
+  nk_unary_bw_vec_fn vec; /* set when the vectorised loop applies */
 } bw_plan;
 
 NK_INLINE void bw_elem(const bw_plan *p, nrt_dtype to, nrt_dtype ta, nrt_dtype tb, nrt_dtype tc,
@@ -235,7 +237,8 @@ NK_INLINE void bw_same_row(const bw_plan *p, nrt_dtype t, nk_unary_backward_op o
   X(NK_UNARY_BW_SIGMOID) X(NK_UNARY_BW_TANH) X(NK_UNARY_BW_LOGIT) X(NK_UNARY_BW_GELU)              \
   X(NK_UNARY_BW_GELU_TANH) X(NK_UNARY_BW_SILU) X(NK_UNARY_BW_MISH) X(NK_UNARY_BW_SOFTPLUS)         \
   X(NK_UNARY_BW_ELU) X(NK_UNARY_BW_ELU_RESULT) X(NK_UNARY_BW_LEAKY_RELU) X(NK_UNARY_BW_HARDTANH)   \
-  X(NK_UNARY_BW_HARDSIGMOID) X(NK_UNARY_BW_HARDSWISH) X(NK_UNARY_BW_THRESHOLD)
+  X(NK_UNARY_BW_HARDSIGMOID) X(NK_UNARY_BW_HARDSWISH) X(NK_UNARY_BW_THRESHOLD)                     \
+  X(NK_UNARY_BW_SHRINK) X(NK_UNARY_BW_LOG_SIGMOID)
 
 NK_INLINE void bw_same_ops(const bw_plan *p, nrt_dtype t, int64_t n, char *const *data,
                            const int64_t *s) {
@@ -249,6 +252,9 @@ NK_INLINE void bw_same_ops(const bw_plan *p, nrt_dtype t, int64_t n, char *const
 
 static void bw_same_loop(void *ctx, int64_t n, char *const *data, const int64_t *s) {
   const bw_plan *p = ctx;
+  if (p->vec && s[0] == 4 && s[1] == 4 && s[2] == 4 &&
+      p->vec(p->op, n, (float *)data[0], (const float *)data[1], (const float *)data[2], &p->prm))
+    return;
   switch (p->out) {
   case NRT_FLOAT32: bw_same_ops(p, NRT_FLOAT32, n, data, s); break;
   case NRT_FLOAT64: bw_same_ops(p, NRT_FLOAT64, n, data, s); break;
@@ -290,6 +296,7 @@ int nk_unary_backward_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
   }
   prepare(true, p.op, p.compute, prm->p, &p.prm);
   const bool same = floating && p.out == p.compute && p.a == p.compute && p.b == p.compute;
+  p.vec = same && p.compute == NRT_FLOAT32 ? nk_unary_bw_pick_vec() : NULL;
   nk_for_each(task->operands, 3, same ? bw_same_loop : bw_mixed_loop, &p);
   return 0;
 }

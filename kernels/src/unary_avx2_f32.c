@@ -12,6 +12,8 @@
  *   gelu       = 0.5 x erfc(-x / sqrt 2), with erfc(z) for z >= 0 from the
  *                Numerical Recipes Chebyshev fit (relative error < 1.2e-7)
  *                and 2 - erfc(z) on the other side.
+ * Backward (grad a, input b): gelu (both forms), silu, sigmoid, tanh and
+ * threshold (relu's backward), from the same pieces.
  * NaN and the infinities give what the scalar code gives.  Whole rows go
  * through the vector body (the tail with masked loads/stores), so results
  * never depend on how the row was split between threads. */
@@ -127,6 +129,66 @@ bool nk_unary_avx2_f32(nk_unary_op op, int64_t n, float *out, const float *x, co
     NK_VEC_CASE(NK_UNARY_RELU)
     NK_VEC_CASE(NK_UNARY_ABS)
     NK_VEC_CASE(NK_UNARY_NEG)
+#undef NK_VEC_CASE
+  default: return false;
+  }
+}
+
+/* ------------------------------------------------------------------ backward */
+
+static inline __m256 bw_body(nk_unary_backward_op op, __m256 a, __m256 b, const nk_uprm *p) {
+  const __m256 one = V8(1.0);
+  switch (op) {
+  case NK_UNARY_BW_SIGMOID: return _mm256_mul_ps(_mm256_mul_ps(a, _mm256_sub_ps(one, b)), b);
+  case NK_UNARY_BW_TANH: return _mm256_mul_ps(a, _mm256_fnmadd_ps(b, b, one));
+  case NK_UNARY_BW_GELU: {
+    __m256 cdf = _mm256_mul_ps(V8(0.5), one_plus_erf256(b));
+    __m256 pdf = _mm256_mul_ps(V8(NK_2_SQRTPI * NK_SQRT1_2 * 0.5),
+                               exp256(_mm256_mul_ps(_mm256_mul_ps(b, b), V8(-0.5))));
+    return _mm256_mul_ps(a, _mm256_fmadd_ps(b, pdf, cdf));
+  }
+  case NK_UNARY_BW_GELU_TANH: {
+    const __m256 kbeta = V8(NK_GELU_KBETA), kkappa = V8(NK_GELU_KKAPPA);
+    __m256 x_sq = _mm256_mul_ps(b, b), x_cube = _mm256_mul_ps(x_sq, b);
+    __m256 t = tanh256(_mm256_mul_ps(kbeta, _mm256_fmadd_ps(kkappa, x_cube, b)));
+    __m256 left = _mm256_mul_ps(V8(0.5), b);
+    __m256 left_d = _mm256_mul_ps(V8(0.5), _mm256_add_ps(one, t));
+    __m256 tanh_d = _mm256_fnmadd_ps(t, t, one);
+    __m256 inner_d = _mm256_mul_ps(kbeta, _mm256_fmadd_ps(V8(3.0 * NK_GELU_KKAPPA), x_sq, one));
+    return _mm256_mul_ps(a, _mm256_fmadd_ps(_mm256_mul_ps(left, tanh_d), inner_d, left_d));
+  }
+  case NK_UNARY_BW_SILU: {
+    __m256 sg = _mm256_div_ps(one, _mm256_add_ps(one, exp256(_mm256_xor_ps(b, V8(-0.0f)))));
+    return _mm256_mul_ps(_mm256_mul_ps(a, sg), _mm256_fmadd_ps(b, _mm256_sub_ps(one, sg), one));
+  }
+  default: /* THRESHOLD: a = x, b = other */
+    return _mm256_blendv_ps(b, _mm256_set1_ps(p->f[1]), _mm256_cmp_ps(a, _mm256_set1_ps(p->f[0]), _CMP_LE_OQ));
+  }
+}
+
+static inline void bw_row(nk_unary_backward_op op, int64_t n, float *out, const float *a, const float *b,
+                          const nk_uprm *p) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(out + i, bw_body(op, _mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), p));
+  if (i < n) {
+    const int rem = (int)(n - i);
+    __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(rem), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    _mm256_maskstore_ps(out + i, mask,
+                        bw_body(op, _mm256_maskload_ps(a + i, mask), _mm256_maskload_ps(b + i, mask), p));
+  }
+}
+
+bool nk_unary_bw_avx2_f32(nk_unary_backward_op op, int64_t n, float *out, const float *a, const float *b,
+                          const nk_uprm *p) {
+  switch (op) {
+#define NK_VEC_CASE(OP) case OP: bw_row(OP, n, out, a, b, p); return true;
+    NK_VEC_CASE(NK_UNARY_BW_SIGMOID)
+    NK_VEC_CASE(NK_UNARY_BW_TANH)
+    NK_VEC_CASE(NK_UNARY_BW_GELU)
+    NK_VEC_CASE(NK_UNARY_BW_GELU_TANH)
+    NK_VEC_CASE(NK_UNARY_BW_SILU)
+    NK_VEC_CASE(NK_UNARY_BW_THRESHOLD)
 #undef NK_VEC_CASE
   default: return false;
   }

@@ -4,13 +4,14 @@
  * Formulas follow ATen's CPU kernels (UnaryOpsKernel.cpp, Activation.cpp's
  * kernels): the same expressions in the same order, float32 math through the
  * C library's float functions (expf, tanhf, ...), float16/bfloat16 computed
- * in float32 by the caller.  erfinv and digamma have no C library function:
- * they are computed in double here (a tighter result than ATen's float code,
- * within its tolerances).  Integers are computed in uint64 so that abs/neg of
- * the minimum wrap instead of overflowing; the caller wraps the result to the
- * compute dtype's width.
+ * in float32 by the caller.  erfinv has no C library function: it is
+ * computed in double (a tighter result than ATen's float code, within its
+ * tolerances); digamma/trigamma follow ATen's float code in float and its
+ * double code in double.  Integers are computed in uint64 so that abs/neg
+ * of the minimum wrap instead of overflowing; the caller wraps the result to
+ * the compute dtype's width.
  *
- * The parameters arrive as nk_scalar p[3]; nk_unary_prepare turns them once
+ * The parameters arrive as nk_scalar p[3]; prepare() in unary.c turns them once
  * per task into each class's form (and derived constants such as elu's
  * coefficients or round's power of ten), so the per-element code never
  * converts. */
@@ -125,6 +126,118 @@ static inline double nk_digamma(double x) {
 double lgamma_r(double x, int *sign);
 float lgammaf_r(float x, int *sign);
 
+/* ATen's calc_trigamma (in double) */
+static inline double nk_trigamma(double x) {
+  double sign = +1, result = 0;
+  if (x < 0.5) {
+    sign = -1;
+    const double s = sin(NK_PI * x);
+    result -= (NK_PI * NK_PI) / (s * s);
+    x = 1 - x;
+  }
+  for (int i = 0; i < 6; ++i) {
+    result += 1 / (x * x);
+    x += 1;
+  }
+  const double ixx = 1 / (x * x);
+  result += (1 + 1 / (2 * x) + ixx * (1. / 6 - ixx * (1. / 30 - ixx * (1. / 42)))) / x;
+  return sign * result;
+}
+
+/* float twins of calc_digamma/calc_trigamma: ATen computes float16,
+ * bfloat16 and float32 in float arithmetic, so these follow it step by step */
+static inline float nk_digamma_f(float x) {
+  static const float A[] = {8.33333333333333333333E-2f, -2.10927960927960927961E-2f,
+                            7.57575757575757575758E-3f, -4.16666666666666666667E-3f,
+                            3.96825396825396825397E-3f, -8.33333333333333333333E-3f,
+                            8.33333333333333333333E-2f};
+  if (x == 0) return copysignf(INFINITY, -x);
+  float result = 0;
+  if (x < 0) {
+    if (x == truncf(x)) return NAN;
+    double q, r = modf(x, &q);
+    result = -(float)(NK_PI / tan(NK_PI * r));
+    x = 1 - x;
+  }
+  while (x < 10) {
+    result -= 1 / x;
+    x += 1;
+  }
+  if (x == 10) return result + 2.25175258906672110764f;
+  float y = 0;
+  if (x < 1.0e17f) {
+    float z = 1 / (x * x), poly = A[0];
+    for (int k = 1; k < 7; k++) poly = poly * z + A[k];
+    y = z * poly;
+  }
+  return result + logf(x) - (0.5f / x) - y;
+}
+
+static inline float nk_trigamma_f(float x) {
+  float sign = +1, result = 0;
+  if (x < 0.5f) {
+    sign = -1;
+    const float s = sinf((float)NK_PI * x);
+    result -= (float)(NK_PI * NK_PI) / (s * s);
+    x = 1 - x;
+  }
+  for (int i = 0; i < 6; ++i) {
+    result += 1 / (x * x);
+    x += 1;
+  }
+  const float ixx = 1 / (x * x);
+  result += (1 + 1 / (2 * x) + ixx * (1.f / 6 - ixx * (1.f / 30 - ixx * (1.f / 42)))) / x;
+  return sign * result;
+}
+
+/* Hurwitz zeta(x, q), Cephes' zeta.c as ATen has it */
+static inline double nk_zeta(double x, double q) {
+  static const double machep = 1.11022302462515654042E-16;
+  static const double A[] = {12.0, -720.0, 30240.0, -1209600.0, 47900160.0,
+                             -1.8924375803183791606e9, 7.47242496e10, -2.950130727918164224e12,
+                             1.1646782814350067249e14, -4.5979787224074726105e15,
+                             1.8152105401943546773e17, -7.1661652561756670113e18};
+  if (x == 1) return INFINITY;
+  if (x < 1) return NAN;
+  if (q <= 0) {
+    if (q == floor(q)) return INFINITY;
+    if (x != floor(x)) return NAN;
+  }
+  double s = pow(q, -x), a = q, b = 0;
+  int i = 0;
+  while (i < 9 || a <= 9.0) {
+    i += 1;
+    a += 1;
+    b = pow(a, -x);
+    s += b;
+    if (-machep * s < b && b < machep * s) return s;
+  }
+  double w = a, k = 0, t;
+  s += b * w / (x - 1);
+  s -= 0.5 * b;
+  a = 1;
+  for (int j = 0; j < 12; j++) {
+    a *= x + k;
+    b /= w;
+    t = a * b / A[j];
+    s = s + t;
+    t = fabs(t / s);
+    if (t < machep) return s;
+    k += 1;
+    a *= x + k;
+    b /= w;
+    k += 1;
+  }
+  return s;
+}
+
+/* ATen's polygamma: digamma, trigamma, else (-1)^(n+1) n! zeta(n+1, x) */
+static inline double nk_polygamma(int64_t n, double x) {
+  if (n == 0) return nk_digamma(x);
+  if (n == 1) return nk_trigamma(x);
+  return ((n % 2) ? 1.0 : -1.0) * exp(lgamma((double)n + 1.0)) * nk_zeta((double)n + 1.0, x);
+}
+
 static inline double nk_lgamma(double x) {
   int sign;
   return lgamma_r(x, &sign);
@@ -171,7 +284,7 @@ NK_INLINE float nk_unary_f32(nk_unary_op op, float x, const nk_uprm *p) {
   case NK_UNARY_ERFC: return erfcf(x);
   case NK_UNARY_ERFINV: return (float)nk_erfinv(x);
   case NK_UNARY_LGAMMA: return nk_lgammaf(x);
-  case NK_UNARY_DIGAMMA: return (float)nk_digamma(x);
+  case NK_UNARY_DIGAMMA: return nk_digamma_f(x);
   case NK_UNARY_FLOOR: return floorf(x);
   case NK_UNARY_CEIL: return ceilf(x);
   case NK_UNARY_ROUND: return nearbyintf(x);
@@ -208,6 +321,17 @@ NK_INLINE float nk_unary_f32(nk_unary_op op, float x, const nk_uprm *p) {
   }
   case NK_UNARY_NAN_TO_NUM:
     return isnan(x) ? p->f[0] : x == INFINITY ? p->f[1] : x == -INFINITY ? p->f[2] : x;
+  case NK_UNARY_SINC: {
+    if (x == 0.0f) return 1.0f;
+    float px = (float)NK_PI * x;
+    return sinf(px) / px;
+  }
+  case NK_UNARY_HARDSHRINK: return (x >= -p->f[0] && x <= p->f[0]) ? 0.0f : x;
+  case NK_UNARY_SOFTSHRINK:
+    return isnan(x) ? x : x > p->f[0] ? x - p->f[0] : x < -p->f[0] ? x + p->f[0] : 0.0f;
+  case NK_UNARY_LOG_SIGMOID: return (x < 0.0f ? x : 0.0f) - log1pf(expf(-fabsf(x)));
+  case NK_UNARY_POLYGAMMA:
+    return p->i[0] == 0 ? nk_digamma_f(x) : p->i[0] == 1 ? nk_trigamma_f(x) : (float)nk_polygamma(p->i[0], x);
   default: return x; /* refused by the plan */
   }
 }
@@ -282,6 +406,16 @@ NK_INLINE double nk_unary_f64(nk_unary_op op, double x, const nk_uprm *p) {
   }
   case NK_UNARY_NAN_TO_NUM:
     return isnan(x) ? p->d[0] : x == INFINITY ? p->d[1] : x == -INFINITY ? p->d[2] : x;
+  case NK_UNARY_SINC: {
+    if (x == 0.0) return 1.0;
+    double px = NK_PI * x;
+    return sin(px) / px;
+  }
+  case NK_UNARY_HARDSHRINK: return (x >= -p->d[0] && x <= p->d[0]) ? 0.0 : x;
+  case NK_UNARY_SOFTSHRINK:
+    return isnan(x) ? x : x > p->d[0] ? x - p->d[0] : x < -p->d[0] ? x + p->d[0] : 0.0;
+  case NK_UNARY_LOG_SIGMOID: return (x < 0.0 ? x : 0.0) - log1p(exp(-fabs(x)));
+  case NK_UNARY_POLYGAMMA: return nk_polygamma(p->i[0], x);
   default: return x;
   }
 }
@@ -379,6 +513,11 @@ NK_INLINE float nk_unary_bw_f32(nk_unary_backward_op op, float a, float b, const
   case NK_UNARY_BW_HARDSWISH:
     return b < -3.0f ? 0.0f : b <= 3.0f ? a * ((b / 3.0f) + 0.5f) : a;
   case NK_UNARY_BW_THRESHOLD: return a <= p->f[0] ? p->f[1] : b;
+  case NK_UNARY_BW_SHRINK: return (b >= -p->f[0] && b <= p->f[0]) ? 0.0f : a;
+  case NK_UNARY_BW_LOG_SIGMOID: {
+    float z = expf(-fabsf(b));
+    return b < 0.0f ? a * (1.0f - z / (1.0f + z)) : a * (z / (1.0f + z));
+  }
   default: return a;
   }
 }
@@ -424,6 +563,11 @@ NK_INLINE double nk_unary_bw_f64(nk_unary_backward_op op, double a, double b, co
   case NK_UNARY_BW_HARDSIGMOID: return (b > -3.0 && b < 3.0) ? a * (1.0 / 6.0) : 0.0;
   case NK_UNARY_BW_HARDSWISH: return b < -3.0 ? 0.0 : b <= 3.0 ? a * ((b / 3.0) + 0.5) : a;
   case NK_UNARY_BW_THRESHOLD: return a <= p->d[0] ? p->d[1] : b;
+  case NK_UNARY_BW_SHRINK: return (b >= -p->d[0] && b <= p->d[0]) ? 0.0 : a;
+  case NK_UNARY_BW_LOG_SIGMOID: {
+    double z = exp(-fabs(b));
+    return b < 0.0 ? a * (1.0 - z / (1.0 + z)) : a * (z / (1.0 + z));
+  }
   default: return a;
   }
 }

@@ -14,6 +14,8 @@
 //    a dtype the device lacks goes to the CPU fallback.
 //  - relu, hardtanh.out, isnan, isinf, isfinite: ATen builds them from
 //    clamp/comparison ops; here each is one launch of its own.
+//    log_sigmoid_forward/backward are device-specific in ATen: ours take
+//    CUDA's form (an empty buffer, the backward recomputes from x).
 // Every stub does the same: check the dtype the op computes in against
 // what ATen's CPU kernel supports (else ATen's "not implemented" error),
 // describe the iterator's operands and launch one task with the op and up
@@ -28,6 +30,7 @@
 #include <ATen/ops/ceil_native.h>
 #include <ATen/ops/elu_backward_native.h>
 #include <ATen/ops/elu_native.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/exp_native.h>
 #include <ATen/ops/gelu_backward_native.h>
@@ -42,13 +45,19 @@
 #include <ATen/ops/isposinf_native.h>
 #include <ATen/ops/leaky_relu_backward_native.h>
 #include <ATen/ops/leaky_relu_native.h>
+#include <ATen/ops/hardshrink_backward_native.h>
+#include <ATen/ops/hardshrink_native.h>
 #include <ATen/ops/logical_not_native.h>
 #include <ATen/ops/logit_backward_native.h>
 #include <ATen/ops/logit_native.h>
 #include <ATen/ops/mish_backward_native.h>
 #include <ATen/ops/mish_native.h>
 #include <ATen/ops/nan_to_num_native.h>
+#include <ATen/ops/polygamma_native.h>
 #include <ATen/ops/round_native.h>
+#include <ATen/ops/sinc_native.h>
+#include <ATen/ops/softshrink_backward_native.h>
+#include <ATen/ops/softshrink_native.h>
 #include <ATen/ops/sigmoid_backward_native.h>
 #include <ATen/ops/signbit_native.h>
 #include <ATen/ops/silu_backward_native.h>
@@ -64,6 +73,7 @@
 #include <torch/library.h>
 
 #include <array>
+#include <tuple>
 #include <limits>
 #include <optional>
 #include <vector>
@@ -167,7 +177,8 @@ void unary_backward(at::TensorIteratorBase& iter, nk_unary_backward_op op, const
   X(bitwise_not_stub, NK_UNARY_BITWISE_NOT, "bitwise_not", kIntegral) \
   X(silu_stub, NK_UNARY_SILU, "silu", kFloating)                      \
   X(mish_stub, NK_UNARY_MISH, "mish", kFloating)                      \
-  X(hardsigmoid_stub, NK_UNARY_HARDSIGMOID, "hardsigmoid", kFloating)
+  X(hardsigmoid_stub, NK_UNARY_HARDSIGMOID, "hardsigmoid", kFloating) \
+  X(sinc_stub, NK_UNARY_SINC, "sinc", kFloating)
 
 #define NEURON_PREDICATE_STUBS(X)                       \
   X(signbit_stub, NK_UNARY_SIGNBIT, "signbit")          \
@@ -279,6 +290,23 @@ void threshold_stub(at::TensorIteratorBase& iter, const c10::Scalar& threshold, 
   unary_backward(iter, NK_UNARY_BW_THRESHOLD, "aten::threshold", Support::kNumber,
            {param(threshold, t), param(value, t)});
 }
+void hardshrink_stub(at::TensorIteratorBase& iter, const c10::Scalar& lambd) {
+  // lambda in scalar_t (rounded to float16/bfloat16), as ATen's kernel has it
+  unary(iter, NK_UNARY_HARDSHRINK, "aten::hardshrink", Support::kFloating,
+        {scalar_for_store(lambd, iter.common_dtype())});
+}
+void softshrink_stub(at::TensorIteratorBase& iter, const c10::Scalar& lambd) {
+  unary(iter, NK_UNARY_SOFTSHRINK, "aten::softshrink", Support::kFloating,
+        {param(lambd, iter.common_dtype())});
+}
+void shrink_backward_stub(at::TensorIteratorBase& iter, const c10::Scalar& lambd) {
+  unary_backward(iter, NK_UNARY_BW_SHRINK, "aten::shrink_backward", Support::kFloating,
+                 {scalar_for_store(lambd, iter.common_dtype())});
+}
+void polygamma_stub(at::TensorIteratorBase& iter, int64_t n) {
+  unary(iter, NK_UNARY_POLYGAMMA, "aten::polygamma", Support::kFloating,
+        {nk_scalar{static_cast<double>(n), n}});
+}
 }  // namespace stubs
 
 namespace {
@@ -331,7 +359,52 @@ struct Shared<Fn> {
   }
 };
 
-// ---- ours: relu, hardtanh.out, isnan/isinf/isfinite ---------------------------
+// ---- polygamma: structured, but its int comes before the tensor ---------------
+at::Tensor polygamma(int64_t n, const at::Tensor& self) {
+  if (!is_native_dtype(self.scalar_type())) return run_on_cpu("aten::polygamma", "", {n, self}).toTensor();
+  structured::Functional<at::native::structured_polygamma_out, 1> op;
+  op.meta(n, self);
+  op.impl(n, self, op.output(0));
+  return std::move(op.outputs_[0]);
+}
+
+at::Tensor& polygamma_out(int64_t n, const at::Tensor& self, at::Tensor& out) {
+  if (!is_native_dtype(self.scalar_type()) || !is_native_dtype(out.scalar_type())) {
+    run_on_cpu("aten::polygamma", "out", {n, self, out});
+    return out;
+  }
+  structured::Out<at::native::structured_polygamma_out, 1> op(out);
+  op.meta(n, self);
+  op.impl(n, self, op.output(0));
+  op.copy_back();
+  return out;
+}
+
+// ---- ours: log_sigmoid (cuda's form: no buffer), relu, hardtanh.out, ... ------
+std::tuple<at::Tensor, at::Tensor> log_sigmoid_forward(const at::Tensor& self) {
+  TORCH_CHECK_NOT_IMPLEMENTED(is_native_dtype(self.scalar_type()), "\"log_sigmoid_forward_neuron\" not implemented for '",
+                              c10::toString(self.scalar_type()), "'");
+  at::Tensor result = at::empty_like(self);
+  at::Tensor buffer = at::empty({0}, self.options());
+  auto iter = at::TensorIteratorConfig().add_output(result).add_const_input(self).build();
+  unary(iter, NK_UNARY_LOG_SIGMOID, "aten::log_sigmoid_forward", Support::kFloating);
+  return {result, buffer};
+}
+
+at::Tensor log_sigmoid_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor&) {
+  TORCH_CHECK_NOT_IMPLEMENTED(is_native_dtype(self.scalar_type()) && is_native_dtype(grad_output.scalar_type()),
+                              "\"log_sigmoid_backward_neuron\" not implemented for '",
+                              c10::toString(self.scalar_type()), "'");
+  at::Tensor grad_input = at::empty_like(grad_output);
+  auto iter = at::TensorIteratorConfig()
+                  .add_output(grad_input)
+                  .add_const_input(grad_output)
+                  .add_const_input(self)
+                  .build();
+  unary_backward(iter, NK_UNARY_BW_LOG_SIGMOID, "aten::log_sigmoid_backward");
+  return grad_input;
+}
+
 at::Tensor relu(const at::Tensor& self) {
   TORCH_CHECK(self.scalar_type() != at::kBool, "Boolean inputs not supported for relu");
   if (!is_native_dtype(self.scalar_type())) return run_on_cpu("aten::relu", "", {self}).toTensor();
@@ -413,13 +486,17 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   NEURON_STRUCTURED_UNARY(digamma) NEURON_STRUCTURED_UNARY(floor) NEURON_STRUCTURED_UNARY(ceil)
   NEURON_STRUCTURED_UNARY(round) NEURON_STRUCTURED_UNARY(trunc) NEURON_STRUCTURED_UNARY(frac)
   NEURON_STRUCTURED_UNARY(bitwise_not) NEURON_STRUCTURED_UNARY(silu) NEURON_STRUCTURED_UNARY(mish)
-  NEURON_STRUCTURED_UNARY(hardsigmoid)
+  NEURON_STRUCTURED_UNARY(hardsigmoid) NEURON_STRUCTURED_UNARY(sinc)
 #undef NEURON_STRUCTURED_UNARY
   st::Structured<structured_signbit_out, T>::register_ops(m, "signbit", nullptr, "signbit.out");
   st::Structured<structured_isposinf_out, T>::register_ops(m, "isposinf", nullptr, "isposinf.out");
   st::Structured<structured_isneginf_out, T>::register_ops(m, "isneginf", nullptr, "isneginf.out");
   st::Structured<structured_round_decimals_out, T, int64_t>::register_ops(
       m, "round.decimals", "round_.decimals", "round.decimals_out");
+  m.impl("polygamma", TORCH_FN(torchneuron::polygamma));
+  m.impl("polygamma.out", TORCH_FN(torchneuron::polygamma_out));
+  st::Structured<structured_hardshrink_out, T, S>::register_ops(m, "hardshrink", nullptr, "hardshrink.out");
+  st::Structured<structured_softshrink_out, T, S>::register_ops(m, "softshrink", nullptr, "softshrink.out");
   st::Structured<GeluImpl, T, c10::string_view>::register_ops(m, "gelu", "gelu_", "gelu.out");
   st::Structured<structured_softplus_out, T, S, S>::register_ops(m, "softplus", nullptr, "softplus.out");
   st::Structured<structured_elu_out, T, S, S, S>::register_ops(m, "elu", "elu_", "elu.out");
@@ -441,6 +518,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   NEURON_STRUCTURED_BACKWARD(leaky_relu_backward, structured_leaky_relu_backward_out, T, T, S, bool)
   NEURON_STRUCTURED_BACKWARD(hardsigmoid_backward, structured_hardsigmoid_backward_out, T, T)
   NEURON_STRUCTURED_BACKWARD(threshold_backward, structured_threshold_backward_out, T, T, S)
+  NEURON_STRUCTURED_BACKWARD(hardshrink_backward, structured_hardshrink_backward_out, T, T, S)
+  NEURON_STRUCTURED_BACKWARD(softshrink_backward, structured_softshrink_backward_out, T, T, S)
 #undef NEURON_STRUCTURED_BACKWARD
 
   // shared CPU/CUDA functions (their stubs are ours)
@@ -462,6 +541,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 
   // ours
   m.impl("hardtanh.out", TORCH_FN(torchneuron::hardtanh_out));
+  m.impl("log_sigmoid_forward", TORCH_FN(torchneuron::log_sigmoid_forward));
+  m.impl("log_sigmoid_backward", TORCH_FN(torchneuron::log_sigmoid_backward));
   m.impl("relu", TORCH_FN(torchneuron::relu));
   m.impl("relu_", TORCH_FN(torchneuron::relu_));
   m.impl("isnan", TORCH_FN(predicate_op<NK_UNARY_ISNAN>));
@@ -492,5 +573,9 @@ NEURON_REGISTER_STUB(leaky_relu_stub)
 NEURON_REGISTER_STUB(leaky_relu_backward_stub)
 NEURON_REGISTER_STUB(hardtanh_backward_stub)
 NEURON_REGISTER_STUB(threshold_stub)
+NEURON_REGISTER_STUB(hardshrink_stub)
+NEURON_REGISTER_STUB(softshrink_stub)
+NEURON_REGISTER_STUB(shrink_backward_stub)
+NEURON_REGISTER_STUB(polygamma_stub)
 #undef NEURON_REGISTER_STUB
 }  // namespace at::native
