@@ -49,6 +49,7 @@ typedef enum nk_kernel_id {
   /* movement */
   NK_KERNEL_TRIANGLE,     /* out <- tril/triu(in, diagonal)                   */
   NK_KERNEL_PAD,          /* out <- reflection/replication pad of in          */
+  NK_KERNEL_PAD_BACKWARD, /* grad_in <- sum of grad_out over each index's preimage */
   NK_KERNEL_END
 } nk_kernel_id;
 
@@ -183,6 +184,10 @@ typedef struct nk_triangle_params {
  * `nd` (1..3) dims padded, the others equal).  Output index o of padded dim
  * d reads input index o - before[d'] (d' = d - (ndim - nd)), mapped back
  * into [0, n): reflected (-1 -> 1, n -> n - 2) or clamped (replicate). */
+/* NK_KERNEL_PAD_BACKWARD: operands [0] grad_in (the input's shape), [1]
+ * grad_out (the padded shape); nk_pad_params as the forward.  grad_in is
+ * overwritten: each element gets the sum (in double, rounded once) of the
+ * grad_out elements the forward copied from it. */
 typedef enum nk_pad_mode { NK_PAD_REFLECT = 0, NK_PAD_REPLICATE, NK_PAD_MODE_COUNT } nk_pad_mode;
 typedef struct nk_pad_params {
   int32_t mode; /* nk_pad_mode */

@@ -19,5 +19,6 @@ int nk_multinomial_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 /* movement */
 int nk_triangle_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 int nk_pad_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+int nk_pad_backward_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 
 #endif /* NK_KERNEL_ENTRIES_H */

@@ -22,6 +22,7 @@ static const struct {
     /* movement */
     {NK_KERNEL_TRIANGLE, "triangle", nk_triangle_kernel},
     {NK_KERNEL_PAD, "pad", nk_pad_kernel},
+    {NK_KERNEL_PAD_BACKWARD, "pad_backward", nk_pad_backward_kernel},
 };
 
 _Static_assert(sizeof kernels / sizeof kernels[0] == NK_KERNEL_END - NK_KERNEL_COPY,
