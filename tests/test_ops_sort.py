@@ -321,3 +321,22 @@ def test_dropout_mask_and_backward():
     out, mask = torch.native_dropout(x.detach(), 0.5, False)
     assert bool(mask.cpu().all())
     same(out, x.detach().cpu())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.uint8, torch.bool])
+def test_unique_dim_matches_cpu(dtype):
+    g = torch.Generator().manual_seed(2)
+    x = torch.randint(0, 2, (6, 3, 4), generator=g).to(dtype)
+    x[3] = x[1]  # duplicate slices along dim 0
+    for dim in (0, 1, -1):
+        for fn in (lambda t: torch.unique(t, dim=dim, return_inverse=True, return_counts=True),
+                   lambda t: torch.unique_consecutive(t, dim=dim, return_inverse=True, return_counts=True)):
+            for a, e in zip(fn(x.to(D)), fn(x)):
+                same(a, e)
+    same(torch.unique(x.to(D).transpose(0, 2), dim=1), torch.unique(x.transpose(0, 2), dim=1))
+    e = torch.empty(0, 3, dtype=dtype)
+    for a, b in zip(torch.unique(e.to(D), dim=0, return_inverse=True, return_counts=True),
+                    torch.unique(e, dim=0, return_inverse=True, return_counts=True)):
+        same(a, b)
+    with pytest.raises(RuntimeError, match="aren't selected"):
+        torch.unique(e.to(D), dim=1)

@@ -46,6 +46,7 @@ typedef enum nk_kernel_id {
   NK_KERNEL_UNIQUE,       /* runs of equal values: unique, inverse, counts    */
   NK_KERNEL_BERNOULLI_TENSOR, /* out <- 1 with probability p[i] (Philox)      */
   NK_KERNEL_MULTINOMIAL,  /* out <- category samples of each row of probs     */
+  NK_KERNEL_UNIQUE_ROWS,  /* unique rows of a matrix (unique with dim)        */
   /* movement */
   NK_KERNEL_TRIANGLE,     /* out <- tril/triu(in, diagonal)                   */
   NK_KERNEL_PAD,          /* out <- reflection/replication pad of in          */
@@ -148,6 +149,17 @@ typedef struct nk_searchsorted_params {
  * inverse[perm[i]] = run of i (without perm, inverse[i]).  Runs are maximal
  * sequences of equal values (==, so NaNs never join).  Only the first
  * `number of runs` entries of unique/counts are written. */
+
+/* NK_KERNEL_UNIQUE_ROWS: operands [0] unique rows (n x m), [1] inverse
+ * (int64, n), [2] counts (int64, n), [3] number of unique rows (int64,
+ * 0-dim), [4] in (n x m).  With `sort`, rows are first ordered
+ * lexicographically (elements compared as the sort keys, stably); runs of
+ * equal rows (every element ==) become one row.  inverse[r] = the run of
+ * input row r.  Only the first `number` rows of [0] and [2] are written. */
+typedef struct nk_unique_rows_params {
+  int32_t sort;
+  int32_t reserved;
+} nk_unique_rows_params;
 
 /* NK_KERNEL_BERNOULLI_TENSOR: operands [0] out, [1] p (out's shape, float
  * dtype, broadcast by stride 0).  Element i (row-major) draws Philox block

@@ -19,6 +19,7 @@ static const struct {
     {NK_KERNEL_UNIQUE, "unique", nk_unique_kernel},
     {NK_KERNEL_BERNOULLI_TENSOR, "bernoulli_tensor", nk_bernoulli_tensor_kernel},
     {NK_KERNEL_MULTINOMIAL, "multinomial", nk_multinomial_kernel},
+    {NK_KERNEL_UNIQUE_ROWS, "unique_rows", nk_unique_rows_kernel},
     /* movement */
     {NK_KERNEL_TRIANGLE, "triangle", nk_triangle_kernel},
     {NK_KERNEL_PAD, "pad", nk_pad_kernel},
@@ -47,6 +48,7 @@ _Static_assert(sizeof(nk_fill_params) <= NRT_PARAM_BYTES && sizeof(nk_arange_par
                    sizeof(nk_searchsorted_params) <= NRT_PARAM_BYTES &&
                    sizeof(nk_philox_params) <= NRT_PARAM_BYTES &&
                    sizeof(nk_multinomial_params) <= NRT_PARAM_BYTES &&
+                   sizeof(nk_unique_rows_params) <= NRT_PARAM_BYTES &&
                    /* movement */
                    sizeof(nk_triangle_params) <= NRT_PARAM_BYTES &&
                    sizeof(nk_pad_params) <= NRT_PARAM_BYTES,

@@ -308,6 +308,34 @@ static void test_unique(void) {
   tk_free(cu);
 }
 
+static void test_unique_rows(void) {
+  /* 5 rows x 3, read transposed from a 3 x 5 buffer; rows 0 and 3 equal */
+  const int32_t rows[5][3] = {{1, 2, 3}, {0, 9, 9}, {1, 2, 2}, {1, 2, 3}, {-4, 0, 0}};
+  int32_t *in = tk_alloc(15 * 4), *u = tk_alloc(15 * 4);
+  for (int r = 0; r < 5; r++)
+    for (int c = 0; c < 3; c++) in[c * 5 + r] = rows[r][c];
+  int64_t *inv = tk_alloc(5 * 8), *cnt = tk_alloc(5 * 8), *num = tk_alloc(8);
+  int64_t sz[2] = {5, 3}, st[2] = {1, 5};
+  nrt_operand ops[5] = {tk_operand(u, NRT_INT32, 2, sz, NULL), tk_vector(inv, NRT_INT64, 5),
+                        tk_vector(cnt, NRT_INT64, 5), tk_operand(num, NRT_INT64, 0, NULL, NULL),
+                        tk_operand(in, NRT_INT32, 2, sz, st)};
+  nk_unique_rows_params p = {.sort = 1};
+  nrt_task task = tk_task(NK_KERNEL_UNIQUE_ROWS, 5, ops, &p, sizeof p);
+  CHECK_OK(tk_run(&task));
+  const int32_t want[4][3] = {{-4, 0, 0}, {0, 9, 9}, {1, 2, 2}, {1, 2, 3}};
+  CHECK(*num == 4 && !memcmp(u, want, sizeof want));
+  CHECK(cnt[0] == 1 && cnt[1] == 1 && cnt[2] == 1 && cnt[3] == 2);
+  CHECK(inv[0] == 3 && inv[1] == 1 && inv[2] == 2 && inv[3] == 3 && inv[4] == 0);
+  p.sort = 0; /* consecutive: rows 0 and 3 are not neighbours */
+  task = tk_task(NK_KERNEL_UNIQUE_ROWS, 5, ops, &p, sizeof p);
+  CHECK_OK(tk_run(&task));
+  CHECK(*num == 5 && inv[3] == 3 && u[9] == 1 && u[10] == 2 && u[11] == 3);
+  ops[1].sizes[0] = 4;
+  task = tk_task(NK_KERNEL_UNIQUE_ROWS, 5, ops, &p, sizeof p);
+  CHECK(tk_fails_with(&task, "int64 inverse"));
+  tk_free(in); tk_free(u); tk_free(inv); tk_free(cnt); tk_free(num);
+}
+
 /* -------------------------------------------------------------- sampling */
 
 static void test_bernoulli(void) {
@@ -404,6 +432,7 @@ static void tests(void) {
   test_sort();
   test_searchsorted();
   test_unique();
+  test_unique_rows();
   test_bernoulli();
   test_multinomial();
 }

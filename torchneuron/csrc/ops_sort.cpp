@@ -1,6 +1,6 @@
 // ops_sort.cpp — the sort family: sort (stable/unstable, descending; and so
 // argsort, msort), topk, searchsorted, bucketize, unique (_unique2, _unique,
-// unique_consecutive), multinomial, bernoulli_ with a tensor p,
+// unique_consecutive, unique_dim, unique_dim_consecutive), multinomial, bernoulli_ with a tensor p,
 // native_dropout and native_dropout_backward.
 //
 // sort and topk are ATen structured ops: their meta functions (shape, dtype
@@ -26,6 +26,7 @@
 #include <ATen/ops/topk_meta.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <tuple>
 
 #include "fallback.h"
@@ -285,9 +286,65 @@ std::tuple<Tensor, Tensor> unique(const Tensor& self, bool sorted, bool return_i
   return {u, inv};
 }
 
+// unique along dim (ATen's _unique_dim_cpu_template): the slices along dim
+// as rows of a matrix; unique rows, sorted lexicographically unless
+// consecutive.  inverse and counts are always returned, as on the CPU.
+std::tuple<Tensor, Tensor, Tensor> unique_dim_impl(const Tensor& self, int64_t dim, bool consecutive) {
+  dim = at::maybe_wrap_dim(dim, self.dim());
+  const auto long_opts = self.options().dtype(at::kLong);
+  auto sizes = self.sizes().vec();
+  const auto num_zero_dims = std::count(sizes.begin(), sizes.end(), 0);
+  if (self.size(dim) == 0) {
+    TORCH_CHECK(num_zero_dims == 1,
+                "Number of zero sized dimensions is more than one, so unique cannot be applied ");
+    return {at::empty(sizes, self.options()), at::empty({0}, long_opts), at::empty({0}, long_opts)};
+  }
+  TORCH_CHECK(num_zero_dims == 0,
+              "There are 0 sized dimensions, and they aren't selected, so unique cannot be applied");
+  Tensor moved = self.movedim(dim, 0);
+  auto orig_sizes = moved.sizes().vec();
+  const Tensor rows = moved.reshape({moved.size(0), -1});
+  const int64_t n = rows.size(0), m = rows.size(1);
+  Tensor uniq = at::empty({n, m}, self.options());
+  Tensor inverse = at::empty({n}, long_opts);
+  Tensor counts = at::empty({n}, long_opts);
+  Tensor num = at::empty({}, long_opts);
+  Task task(NK_KERNEL_UNIQUE_ROWS, "aten::unique_dim", 5);
+  describe_or_fail(uniq, task.operand(0), "unique_dim");
+  describe_or_fail(inverse, task.operand(1), "unique_dim");
+  describe_or_fail(counts, task.operand(2), "unique_dim");
+  describe_or_fail(num, task.operand(3), "unique_dim");
+  describe_or_fail(rows, task.operand(4), "unique_dim");
+  task.params<nk_unique_rows_params>()->sort = !consecutive;
+  launch(self.device().index(), task);
+  const int64_t runs = num.item<int64_t>();
+  orig_sizes[0] = runs;
+  Tensor output = uniq.narrow(0, 0, runs).view(orig_sizes).movedim(0, dim);
+  return {output, inverse, counts.narrow(0, 0, runs)};
+}
+
+std::tuple<Tensor, Tensor, Tensor> unique_dim(const Tensor& self, int64_t dim, bool sorted,
+                                              bool return_inverse, bool return_counts) {
+  if (!is_native_dtype(self.scalar_type())) {
+    auto s = fallback_stack("aten::unique_dim", "", {self, dim, sorted, return_inverse, return_counts});
+    return {s[0].toTensor(), s[1].toTensor(), s[2].toTensor()};
+  }
+  return unique_dim_impl(self, dim, false);
+}
+
+std::tuple<Tensor, Tensor, Tensor> unique_dim_consecutive(const Tensor& self, int64_t dim,
+                                                          bool return_inverse, bool return_counts) {
+  if (!is_native_dtype(self.scalar_type())) {
+    auto s = fallback_stack("aten::unique_dim_consecutive", "", {self, dim, return_inverse, return_counts});
+    return {s[0].toTensor(), s[1].toTensor(), s[2].toTensor()};
+  }
+  return unique_dim_impl(self, dim, true);
+}
+
 std::tuple<Tensor, Tensor, Tensor> unique_consecutive(const Tensor& self, bool return_inverse,
                                                       bool return_counts, std::optional<int64_t> dim) {
   const bool flat_case = !dim.has_value() || (dim.value() == 0 && self.dim() == 1);
+  if (!flat_case && is_native_dtype(self.scalar_type())) return unique_dim_impl(self, *dim, true);
   if (!flat_case || !is_native_dtype(self.scalar_type())) {
     auto s = fallback_stack("aten::unique_consecutive", "", {self, return_inverse, return_counts, dim});
     return {s[0].toTensor(), s[1].toTensor(), s[2].toTensor()};
@@ -412,6 +469,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_unique2", TORCH_FN(unique2));
   m.impl("_unique", TORCH_FN(unique));
   m.impl("unique_consecutive", TORCH_FN(unique_consecutive));
+  m.impl("unique_dim", TORCH_FN(unique_dim));
+  m.impl("unique_dim_consecutive", TORCH_FN(unique_dim_consecutive));
   m.impl("bernoulli_.Tensor", TORCH_FN(bernoulli_tensor_));
   m.impl("bernoulli.out", TORCH_FN(bernoulli_out));
   m.impl("multinomial", TORCH_FN(multinomial));
