@@ -107,7 +107,7 @@ def test_sort_nan_ordering_and_argsort_msort():
 def test_sort_long_slices_and_many_slices():
     x = torch.randn(3, 20000)
     v, i = torch.sort(x.to(D), dim=1)
-    ev, ei = torch.sort(x, dim=1, stable=True)  # float32 randn has duplicates
+    ev, ei = torch.sort(x, dim=1)  # float32 randn has duplicates: the CPU's tie order
     same(v, ev)
     same(i, ei)
     y = torch.randint(0, 1000, (5000, 9))
@@ -340,3 +340,20 @@ def test_unique_dim_matches_cpu(dtype):
         same(a, b)
     with pytest.raises(RuntimeError, match="aren't selected"):
         torch.unique(e.to(D), dim=1)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.int8, torch.uint8, torch.bool,
+                                   torch.float32])
+def test_unstable_sort_ties_match_cpu(dtype):
+    """stable=False orders equal keys as the CPU's std::sort does."""
+    g = torch.Generator().manual_seed(4)
+    x = (torch.randn(8000, generator=g) * 3).to(dtype)
+    if dtype.is_floating_point:
+        x[::97] = float("nan")
+    for desc in (False, True):
+        same(torch.argsort(x.to(D), descending=desc), torch.argsort(x, descending=desc))
+    y = x[:3000].reshape(30, 100)
+    v, i = torch.sort(y.to(D), dim=1)
+    ev, ei = torch.sort(y, dim=1)
+    same(v, ev)
+    same(i, ei)

@@ -124,11 +124,24 @@ typedef struct nk_random_params {
  * size along dim is k, the other sizes are in's).  NaN sorts as the largest
  * value (last ascending, first descending), -0.0 equals 0.0, equal keys keep
  * their order, as ATen's stable sort.  Values are copied as raw bytes.
- * k == size along dim is a full sort (sort), k < size is topk. */
+ * k == size along dim is a full sort (sort), k < size is topk.
+ * `order` picks how equal keys are ordered: stably, or exactly as ATen's
+ * CPU kernels do (libstdc++'s std::sort for sort(stable=False); for topk
+ * std::partial_sort when 64 * k <= size, else std::nth_element and, when
+ * sorted, std::sort of the first k - 1), so ties match the CPU. */
+typedef enum nk_sort_order {
+  NK_SORT_STABLE = 0,
+  NK_SORT_CPU_SORT,
+  NK_SORT_CPU_TOPK,
+  NK_SORT_CPU_TOPK_UNSORTED,
+  NK_SORT_ORDER_COUNT
+} nk_sort_order;
 typedef struct nk_sort_params {
   int32_t dim;
   int32_t descending;
   int64_t k;
+  int32_t order; /* nk_sort_order */
+  int32_t reserved;
 } nk_sort_params;
 
 /* NK_KERNEL_SEARCHSORTED: operands [0] out (int64 or int32, values' shape),

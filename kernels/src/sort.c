@@ -7,8 +7,8 @@
  * (NaN payloads and -0.0 survive), indices written as int64.  Slices are
  * split over the compute pool, each chunk with its own scratch, so results
  * never depend on the thread count.  topk takes the first k of the same
- * sort (largest = descending), which also makes its ties come out in index
- * order.
+ * sort (largest = descending).  The order of equal keys is stable, or, on
+ * request, exactly the CPU's (sort_keys.h replays libstdc++'s algorithms).
  *
  * Searchsorted: a binary search per value with ATen's exact comparisons
  * (lower bound: advance while !(b >= v); upper: while !(b > v)), in double
@@ -31,7 +31,7 @@
 
 typedef struct sort_job {
   const nrt_operand *values, *indices, *in;
-  int dim, descending;
+  int dim, descending, order;
   int64_t n, k;
   nk_walker outer; /* the dims other than dim; operands values, indices, in */
   atomic_int oom;
@@ -56,7 +56,18 @@ static void sort_range(void *arg, int64_t begin, int64_t end, int worker) {
       pairs[e].key = j->descending ? ~key : key;
       pairs[e].index = e;
     }
-    nk_sort_pairs(pairs, pairs + n, n);
+    switch (j->order) {
+    case NK_SORT_CPU_SORT: nk_sort_pairs_unstable(pairs, n); break;
+    case NK_SORT_CPU_TOPK: case NK_SORT_CPU_TOPK_UNSORTED:
+      if (k * 64 <= n) {
+        nk_partial_sort(pairs, k, n);
+      } else if (k > 0) {
+        nk_nth_element(pairs, k - 1, n);
+        if (j->order == NK_SORT_CPU_TOPK) nk_sort_pairs_unstable(pairs, k - 1);
+      }
+      break;
+    default: nk_sort_pairs(pairs, pairs + n, n); break;
+    }
     char *v = (char *)j->values->data + w.off[0];
     char *ix = (char *)j->indices->data + w.off[1];
     for (int64_t e = 0; e < k; e++) {
@@ -83,6 +94,10 @@ int nk_sort_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
     nrt_exec_fail(ctx, "sort: k %lld out of range [0, %lld]", (long long)p->k, (long long)n);
     return -1;
   }
+  if (p->order < 0 || p->order >= NK_SORT_ORDER_COUNT) {
+    nrt_exec_fail(ctx, "sort: unknown order %d", (int)p->order);
+    return -1;
+  }
   if (indices->dtype != NRT_INT64 || values->dtype != in->dtype) {
     nrt_exec_fail(ctx, "sort: values must have the input's dtype and indices int64");
     return -1;
@@ -101,7 +116,8 @@ int nk_sort_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
   if (p->k == 0 || nk_numel(in) == 0) return 0;
 
   sort_job job = {.values = values, .indices = indices, .in = in, .dim = p->dim,
-                  .descending = p->descending != 0, .n = n, .k = p->k};
+                  .descending = p->descending != 0, .order = p->order,
+                  .n = n, .k = p->k};
   nk_walker *w = &job.outer;
   w->n_ops = 3;
   for (int d = 0; d < in->ndim; d++) {

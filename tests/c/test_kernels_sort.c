@@ -6,6 +6,7 @@
  * validation errors. */
 #define _POSIX_C_SOURCE 200809L
 #include "test_kernels_util.h"
+#include "../../kernels/src/sort_keys.h" /* the heapsort stage, tested directly */
 
 /* ------------------------------------------------------------ reference */
 
@@ -112,7 +113,54 @@ static void check_sort(nrt_dtype t, int64_t rows, int64_t cols, int dim, int des
   tk_free(idx);
 }
 
+/* unstable: sorted by the reference order, indices a permutation whose
+ * elements are the values (tie order is the CPU's std::sort; pytest
+ * compares that with torch). pattern: 0 random dups, 1 ascending, 2
+ * descending, 3 all equal, 4 organ pipe */
+static void check_unstable(int64_t n, int pattern, int desc) {
+  int32_t *in = tk_alloc((size_t)n * 4), *v = tk_alloc((size_t)n * 4);
+  int64_t *ix = tk_alloc((size_t)n * 8);
+  for (int64_t i = 0; i < n; i++)
+    in[i] = pattern == 0 ? (int32_t)(tk_rand() % 17) : pattern == 1 ? (int32_t)i
+            : pattern == 2 ? (int32_t)(n - i) : pattern == 3 ? 5 : (int32_t)(i < n / 2 ? i : n - i);
+  nrt_operand ops[3] = {tk_vector(v, NRT_INT32, n), tk_vector(ix, NRT_INT64, n), tk_vector(in, NRT_INT32, n)};
+  nk_sort_params p = {.dim = 0, .descending = desc, .k = n, .order = NK_SORT_CPU_SORT};
+  nrt_task task = tk_task(NK_KERNEL_SORT, 3, ops, &p, sizeof p);
+  CHECK_OK(tk_run(&task));
+  char *seen = calloc((size_t)n, 1);
+  int ok = 1;
+  for (int64_t i = 0; i < n && ok; i++) {
+    ok = ix[i] >= 0 && ix[i] < n && !seen[ix[i]] && v[i] == in[ix[i]];
+    if (ok) seen[ix[i]] = 1;
+    if (ok && i > 0) ok = desc ? v[i - 1] >= v[i] : v[i - 1] <= v[i];
+  }
+  if (!ok) fprintf(stderr, "  unstable sort n=%lld pattern=%d desc=%d\n", (long long)n, pattern, desc);
+  CHECK(ok);
+  free(seen);
+  tk_free(in); tk_free(v); tk_free(ix);
+}
+
+static void test_heap_stage(void) {
+  /* the introsort's depth fallback: a heapsort, sorted and a permutation */
+  enum { N = 1000 };
+  nk_pair a[N];
+  int64_t sum = 0;
+  for (int i = 0; i < N; i++) a[i] = (nk_pair){tk_rand() % 50, i};
+  nk_heap_sort(a, N);
+  int ok = 1;
+  for (int i = 0; i < N; i++) {
+    sum += a[i].index;
+    if (i) ok &= a[i - 1].key <= a[i].key;
+  }
+  CHECK(ok && sum == (int64_t)N * (N - 1) / 2);
+}
+
 static void test_sort(void) {
+  test_heap_stage();
+  const int64_t lens[] = {1, 2, 15, 16, 17, 100, 4097};
+  for (size_t l = 0; l < sizeof lens / sizeof lens[0]; l++)
+    for (int pattern = 0; pattern < 5; pattern++)
+      for (int desc = 0; desc < 2; desc++) check_unstable(lens[l], pattern, desc);
   for (int t = 0; t < NRT_DTYPE_COUNT; t++) {
     check_sort((nrt_dtype)t, 7, 33, 1, 0, 33, 0, 1);
     check_sort((nrt_dtype)t, 7, 33, 1, 1, 33, 0, 1);

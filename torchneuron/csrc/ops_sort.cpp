@@ -56,7 +56,7 @@ void describe_or_fail(const at::TensorBase& t, nrt_operand* op, const char* what
 
 // values, indices <- the first k of each slice of self along dim, sorted.
 void launch_sort(const Tensor& self, const Tensor& values, const Tensor& indices, int64_t dim,
-                 bool descending, int64_t k, const char* name) {
+                 bool descending, int64_t k, const char* name, nk_sort_order order = NK_SORT_STABLE) {
   if (self.numel() == 0 || k == 0) return;
   Task task(NK_KERNEL_SORT, name, 3);
   describe_or_fail(values, task.operand(0), name);
@@ -66,22 +66,25 @@ void launch_sort(const Tensor& self, const Tensor& values, const Tensor& indices
   p->dim = static_cast<int32_t>(dim);
   p->descending = descending;
   p->k = k;
+  p->order = order;
   launch(self.device().index(), task);
 }
 
 // ---- sort -------------------------------------------------------------------
 
 struct SortOp : at::meta::structured_sort_stable {
-  void impl(const Tensor& self, std::optional<bool> /*stable*/, int64_t dim, bool descending,
+  void impl(const Tensor& self, std::optional<bool> stable, int64_t dim, bool descending,
             const Tensor& values, const Tensor& indices) {
-    // Always stable: equal keys keep their order, a valid unstable sort too.
+    // stable: equal keys keep their order; unstable: the CPU's std::sort
+    // order of equal keys (sort_keys.h), so results match the CPU's exactly.
     if (self.dim() == 0 && self.numel() == 1) {
       values.copy_(self);
       indices.zero_();
       return;
     }
     dim = at::maybe_wrap_dim(dim, self.dim());
-    launch_sort(self, values, indices, dim, descending, self.size(dim), "aten::sort");
+    launch_sort(self, values, indices, dim, descending, self.size(dim), "aten::sort",
+                stable.value_or(false) ? NK_SORT_STABLE : NK_SORT_CPU_SORT);
   }
 };
 
@@ -114,7 +117,7 @@ std::tuple<Tensor&, Tensor&> sort_values_stable(const Tensor& self, std::optiona
 // ---- topk -------------------------------------------------------------------
 
 struct TopkOp : at::meta::structured_topk {
-  void impl(const Tensor& self, int64_t k, int64_t dim_, bool largest, bool /*sorted*/,
+  void impl(const Tensor& self, int64_t k, int64_t dim_, bool largest, bool sorted,
             const Tensor& values, const Tensor& indices) {
     const int64_t dim = at::maybe_wrap_dim(dim_, self.dim(), /*wrap_scalar=*/true);
     TORCH_CHECK(k >= 0 && k <= (self.dim() > 0 ? self.size(dim) : 1), "selected index k out of range");
@@ -123,8 +126,9 @@ struct TopkOp : at::meta::structured_topk {
       indices.zero_();
       return;
     }
-    // Always sorted (a valid order for sorted=False); ties in index order.
-    launch_sort(self, values, indices, dim, largest, k, "aten::topk");
+    // The CPU's selection algorithms, so ties (and sorted=False) match it.
+    launch_sort(self, values, indices, dim, largest, k, "aten::topk",
+                sorted ? NK_SORT_CPU_TOPK : NK_SORT_CPU_TOPK_UNSORTED);
   }
 };
 
