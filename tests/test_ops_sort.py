@@ -357,3 +357,27 @@ def test_unstable_sort_ties_match_cpu(dtype):
     ev, ei = torch.sort(y, dim=1)
     same(v, ev)
     same(i, ei)
+
+
+def test_random_ops_do_not_depend_on_thread_count():
+    """dropout masks, bernoulli(p) and multinomial depend on the seed only."""
+    from conftest import run_python
+    code = """
+        import torch, torchneuron
+        torch.manual_seed(11)
+        x = torch.ones(300, 500, device="neuron")
+        _, mask = torch.native_dropout(x, 0.3, True)
+        b = torch.bernoulli(torch.rand(200, 300).to("neuron"))
+        m = torch.multinomial(torch.rand(64, 50).to("neuron"), 20)
+        r = torch.multinomial(torch.rand(64, 50).to("neuron"), 200, replacement=True)
+        s = torch.sort(torch.randint(0, 5, (40, 3000)).to("neuron"), dim=1)[1]
+        print(int(mask.cpu().sum()), hash(tuple(b.cpu().flatten().tolist())),
+              hash(tuple(m.cpu().flatten().tolist())), hash(tuple(r.cpu().flatten().tolist())),
+              hash(tuple(s.cpu().flatten().tolist())))
+    """
+    outs = []
+    for threads in ("1", "4"):
+        p = run_python(code, env={"TORCHNEURON_NUM_THREADS": threads, "PYTHONHASHSEED": "0"})
+        assert p.returncode == 0, p.stderr
+        outs.append(p.stdout.strip())
+    assert outs[0] == outs[1]
