@@ -381,3 +381,35 @@ def test_random_ops_do_not_depend_on_thread_count():
         assert p.returncode == 0, p.stderr
         outs.append(p.stdout.strip())
     assert outs[0] == outs[1]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16,
+                                   torch.int64, torch.int8, torch.uint8])
+def test_kthvalue_median_match_cpu(dtype):
+    """Ties resolve to the CPU's index (its quickselect replayed, or the
+    median's (value, index) order); a NaN makes the median NaN."""
+    x = sample((7, 31), dtype, nan=False)
+    for dim, k in ((1, 1), (1, 16), (-1, 31), (0, 4)):
+        for keepdim in (False, True):
+            v, i = torch.kthvalue(x.to(D), k, dim, keepdim)
+            ev, ei = torch.kthvalue(x, k, dim, keepdim)
+            same(v, ev)
+            same(i, ei)
+    for dim in (0, 1):
+        for keepdim in (False, True):
+            v, i = torch.median(x.to(D), dim, keepdim)
+            ev, ei = torch.median(x, dim, keepdim)
+            same(v, ev)
+            same(i, ei)
+    same(torch.median(x.to(D)), torch.median(x))
+    same(torch.median(x.to(D).t(), 0)[1], torch.median(x.t(), 0)[1])
+    if dtype.is_floating_point:
+        y = sample((5, 9), dtype)  # with NaNs
+        for a, e in zip(torch.median(y.to(D), 1), torch.median(y, 1)):
+            same(a, e)
+        same(torch.median(y.to(D)), torch.median(y))
+    s = torch.tensor(3, dtype=dtype)
+    for a, e in zip(torch.kthvalue(s.to(D), 1), torch.kthvalue(s, 1)):
+        same(a, e)
+    with pytest.raises(RuntimeError, match="out of range"):
+        torch.kthvalue(x.to(D), 40, 1)

@@ -134,6 +134,10 @@ typedef enum nk_sort_order {
   NK_SORT_CPU_SORT,
   NK_SORT_CPU_TOPK,
   NK_SORT_CPU_TOPK_UNSORTED,
+  /* selections: values/indices have size 1 along dim */
+  NK_SORT_CPU_KTH,  /* the k-th smallest (1-based), ATen's CPU quickselect */
+  NK_SORT_MEDIAN,   /* the lower median of the (value, index) order; a NaN
+                       in the slice gives its first NaN (torch.median) */
   NK_SORT_ORDER_COUNT
 } nk_sort_order;
 typedef struct nk_sort_params {

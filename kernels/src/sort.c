@@ -56,8 +56,21 @@ static void sort_range(void *arg, int64_t begin, int64_t end, int worker) {
       pairs[e].key = j->descending ? ~key : key;
       pairs[e].index = e;
     }
+    int64_t pick = -1; /* a selection's position, else the first k are written */
     switch (j->order) {
     case NK_SORT_CPU_SORT: nk_sort_pairs_unstable(pairs, n); break;
+    case NK_SORT_CPU_KTH:
+      nk_cpu_quickselect(pairs, n, k - 1);
+      pick = k - 1;
+      break;
+    case NK_SORT_MEDIAN:
+      nk_sort_pairs(pairs, pairs + n, n);
+      pick = (n - 1) / 2;
+      if (nk_dtype_is_floating(t) && isnan(nk_load_f64(t, x + pairs[n - 1].index * sx))) {
+        pick = n - 1; /* NaNs sort last, in index order: find the first */
+        while (pick > 0 && isnan(nk_load_f64(t, x + pairs[pick - 1].index * sx))) pick--;
+      }
+      break;
     case NK_SORT_CPU_TOPK: case NK_SORT_CPU_TOPK_UNSORTED:
       if (k * 64 <= n) {
         nk_partial_sort(pairs, k, n);
@@ -70,9 +83,14 @@ static void sort_range(void *arg, int64_t begin, int64_t end, int worker) {
     }
     char *v = (char *)j->values->data + w.off[0];
     char *ix = (char *)j->indices->data + w.off[1];
-    for (int64_t e = 0; e < k; e++) {
-      memcpy(v + e * sv, x + pairs[e].index * sx, es);
-      nk_write_i64(ix + e * si, pairs[e].index);
+    if (pick >= 0) {
+      memcpy(v, x + pairs[pick].index * sx, es);
+      nk_write_i64(ix, pairs[pick].index);
+    } else {
+      for (int64_t e = 0; e < k; e++) {
+        memcpy(v + e * sv, x + pairs[e].index * sx, es);
+        nk_write_i64(ix + e * si, pairs[e].index);
+      }
     }
     nk_walker_next(&w);
   }
@@ -90,7 +108,8 @@ int nk_sort_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
     return -1;
   }
   const int64_t n = in->ndim ? in->sizes[p->dim] : 1;
-  if (p->k < 0 || p->k > n) {
+  const int select = p->order == NK_SORT_CPU_KTH || p->order == NK_SORT_MEDIAN;
+  if (p->k < (p->order == NK_SORT_CPU_KTH) || p->k > n) {
     nrt_exec_fail(ctx, "sort: k %lld out of range [0, %lld]", (long long)p->k, (long long)n);
     return -1;
   }
@@ -106,14 +125,14 @@ int nk_sort_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
     const nrt_operand *o = &task->operands[op];
     int ok = o->ndim == in->ndim;
     for (int d = 0; ok && d < in->ndim; d++)
-      ok = o->sizes[d] == (d == p->dim ? p->k : in->sizes[d]);
+      ok = o->sizes[d] == (d == p->dim ? (select ? 1 : p->k) : in->sizes[d]);
     if (!ok) {
       nrt_exec_fail(ctx, "sort: operand %d must have the input's shape with %lld along dim %d",
-                    op, (long long)p->k, (int)p->dim);
+                    op, (long long)(select ? 1 : p->k), (int)p->dim);
       return -1;
     }
   }
-  if (p->k == 0 || nk_numel(in) == 0) return 0;
+  if ((!select && p->k == 0) || nk_numel(in) == 0) return 0;
 
   sort_job job = {.values = values, .indices = indices, .in = in, .dim = p->dim,
                   .descending = p->descending != 0, .order = p->order,

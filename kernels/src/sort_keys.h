@@ -245,6 +245,37 @@ static inline void nk_nth_element(nk_pair *a, int64_t nth, int64_t n) {
   nk_insertion_sort(first, last);
 }
 
+/* ATen's CPU quick_select_template (Sorting.cpp): a[k] gets the k-th
+ * smallest, with its exact swaps, so ties pick the CPU's index. */
+static inline void nk_cpu_quickselect(nk_pair *a, int64_t n, int64_t k) {
+#define NK_GT(x, y) ((x).key > (y).key)
+  int64_t L = 0, R = n - 1;
+  for (;;) {
+    if (R <= L) return;
+    if (R == L + 1) {
+      if (NK_GT(a[L], a[R])) nk_swap_pairs(&a[L], &a[R]);
+      return;
+    }
+    int64_t P = L + (R - L) / 2;
+    nk_swap_pairs(&a[P], &a[L + 1]);
+    if (NK_GT(a[L + 1], a[R])) nk_swap_pairs(&a[L + 1], &a[R]);
+    if (NK_GT(a[L], a[R])) nk_swap_pairs(&a[L], &a[R]);
+    if (NK_GT(a[L + 1], a[L])) nk_swap_pairs(&a[L + 1], &a[L]);
+    int64_t i = L + 1, j = R;
+    nk_pair piv = a[L];
+    for (;;) {
+      do i++; while (NK_GT(piv, a[i]));
+      do j--; while (NK_GT(a[j], piv));
+      if (j < i) break;
+      nk_swap_pairs(&a[i], &a[j]);
+    }
+    nk_swap_pairs(&a[L], &a[j]);
+    if (j <= k) L = i;
+    if (j >= k) R = j - 1;
+  }
+#undef NK_GT
+}
+
 #undef NK_LESS
 
 /* Row-major walk over `sizes` (ndim dims), keeping byte offsets of up to

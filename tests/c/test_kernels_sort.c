@@ -155,8 +155,39 @@ static void test_heap_stage(void) {
   CHECK(ok && sum == (int64_t)N * (N - 1) / 2);
 }
 
+/* selections: kth value (CPU quickselect) and median, values of size 1 */
+static void test_select(void) {
+  double x[9] = {4, 1, 7, 1, 9, 3, 1, 8, 2}; /* sorted: 1 1 1 2 3 4 7 8 9 */
+  double *in = tk_alloc(sizeof x), *v = tk_alloc(8);
+  int64_t *ix = tk_alloc(8), one = 1;
+  memcpy(in, x, sizeof x);
+  nrt_operand ops[3] = {tk_operand(v, NRT_FLOAT64, 1, &one, NULL), tk_operand(ix, NRT_INT64, 1, &one, NULL),
+                        tk_vector(in, NRT_FLOAT64, 9)};
+  int ok = 1;
+  const double want[9] = {1, 1, 1, 2, 3, 4, 7, 8, 9};
+  for (int k = 1; k <= 9; k++) {
+    nk_sort_params p = {.dim = 0, .k = k, .order = NK_SORT_CPU_KTH};
+    nrt_task task = tk_task(NK_KERNEL_SORT, 3, ops, &p, sizeof p);
+    CHECK_OK(tk_run(&task));
+    ok &= *v == want[k - 1] && x[*ix] == *v;
+  }
+  CHECK(ok);
+  nk_sort_params pm = {.dim = 0, .k = 1, .order = NK_SORT_MEDIAN};
+  nrt_task task = tk_task(NK_KERNEL_SORT, 3, ops, &pm, sizeof pm);
+  CHECK_OK(tk_run(&task));
+  CHECK(*v == 3 && *ix == 5);
+  in[2] = NAN; in[6] = NAN; /* the first NaN wins */
+  CHECK_OK(tk_run(&task));
+  CHECK(isnan(*v) && *ix == 2);
+  nk_sort_params bad = {.dim = 0, .k = 0, .order = NK_SORT_CPU_KTH};
+  task = tk_task(NK_KERNEL_SORT, 3, ops, &bad, sizeof bad);
+  CHECK(tk_fails_with(&task, "k 0 out of range"));
+  tk_free(in); tk_free(v); tk_free(ix);
+}
+
 static void test_sort(void) {
   test_heap_stage();
+  test_select();
   const int64_t lens[] = {1, 2, 15, 16, 17, 100, 4097};
   for (size_t l = 0; l < sizeof lens / sizeof lens[0]; l++)
     for (int pattern = 0; pattern < 5; pattern++)

@@ -1,5 +1,5 @@
 // ops_sort.cpp — the sort family: sort (stable/unstable, descending; and so
-// argsort, msort), topk, searchsorted, bucketize, unique (_unique2, _unique,
+// argsort, msort), topk, kthvalue, median (all, and along a dim), searchsorted, bucketize, unique (_unique2, _unique,
 // unique_consecutive, unique_dim, unique_dim_consecutive), multinomial, bernoulli_ with a tensor p,
 // native_dropout and native_dropout_backward.
 //
@@ -21,7 +21,9 @@
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/BucketizationUtils.h>
 #include <ATen/native/DistributionTemplates.h>
+#include <ATen/native/ReduceOpsUtils.h>
 #include <ATen/native/Resize.h>
+#include <ATen/native/SortingUtils.h>
 #include <ATen/ops/sort_meta.h>
 #include <ATen/ops/topk_meta.h>
 #include <torch/library.h>
@@ -154,6 +156,76 @@ std::tuple<Tensor&, Tensor&> topk_values(const Tensor& self, int64_t k, int64_t 
   op.impl(self, k, dim, largest, sorted, op.output(0), op.output(1));
   op.copy_back();
   return {values, indices};
+}
+
+// ---- kthvalue / median ----------------------------------------------------------
+
+// ATen's kthvalue_out_impl_cpu: its checks and output shapes; the kernel
+// replays the CPU's quickselect, so a tie yields the CPU's index.
+std::tuple<Tensor&, Tensor&> kthvalue_values(const Tensor& self, int64_t k, int64_t dim_, bool keepdim,
+                                             Tensor& values, Tensor& indices) {
+  if (!is_native_dtype(self.scalar_type()) || !is_native_dtype(values.scalar_type())) {
+    fallback_stack("aten::kthvalue", "values", {self, k, dim_, keepdim, values, indices});
+    return {values, indices};
+  }
+  const int64_t dim = at::maybe_wrap_dim(dim_, self.dim(), /*wrap_scalar=*/true);
+  const int64_t slicesize = self.dim() == 0 ? 1 : self.size(dim);
+  at::native::zero_numel_check_dims(self, dim, "kthvalue()");
+  TORCH_CHECK(k >= 1 && k <= slicesize, "kthvalue(): selected number k out of range for dimension ", dim);
+  at::assert_no_overlap(self, values);
+  at::native::_reduction_with_indices_allocate_or_resize_output(values, indices, self, dim_, keepdim);
+  if (self.dim() == 0 && self.numel() == 1) {
+    values.copy_(self);
+    indices.zero_();
+    return {values, indices};
+  }
+  // values/indices have keepdim's shape here, as in ATen
+  launch_sort(self, values, indices, dim, false, k, "aten::kthvalue", NK_SORT_CPU_KTH);
+  if (!keepdim) {
+    values.squeeze_(dim);
+    indices.squeeze_(dim);
+  }
+  return {values, indices};
+}
+
+// ATen's median_with_indices_impl (ignore_nan = false): the lower median,
+// ties broken by index; a slice with a NaN gives its first NaN.
+std::tuple<Tensor&, Tensor&> median_dim_values(const Tensor& self, int64_t dim, bool keepdim,
+                                               Tensor& values, Tensor& indices) {
+  if (!is_native_dtype(self.scalar_type()) || !is_native_dtype(values.scalar_type())) {
+    fallback_stack("aten::median", "dim_values", {self, dim, keepdim, values, indices});
+    return {values, indices};
+  }
+  dim = at::maybe_wrap_dim(dim, self.dim());
+  at::native::zero_numel_check_dims(self, dim, "median()");
+  at::checkDeviceType("median", {values, indices}, self.device().type());
+  at::checkScalarType("median", {indices, "indices", 1}, at::kLong);
+  at::checkSameType("median", {values, "values", 0}, {self, "self", 2});
+  std::vector<int64_t> out_shape = self.sizes().vec();
+  if (self.dim() > 0) {
+    if (keepdim) {
+      out_shape[dim] = 1;
+    } else {
+      out_shape.erase(out_shape.begin() + dim);
+    }
+  }
+  at::native::resize_output(values, out_shape);
+  at::native::resize_output(indices, out_shape);
+  const Tensor in = self.dim() > 0 ? self : self.unsqueeze(0);
+  const Tensor v = keepdim && self.dim() > 0 ? values : values.unsqueeze(dim);
+  const Tensor i = keepdim && self.dim() > 0 ? indices : indices.unsqueeze(dim);
+  launch_sort(in, v, i, dim, false, 1, "aten::median", NK_SORT_MEDIAN);
+  return {values, indices};
+}
+
+// median() of all elements: the value only (NaN for an empty tensor).
+Tensor median(const Tensor& self) {
+  if (!is_native_dtype(self.scalar_type())) return run_on_cpu("aten::median", "", {self}).toTensor();
+  Tensor out = at::empty({}, self.options());
+  if (self.numel() <= 0) return out.fill_(NAN);
+  Tensor idx = at::empty({}, self.options().dtype(at::kLong));
+  launch_sort(self.reshape({-1}), out.view({1}), idx.view({1}), 0, false, 1, "aten::median", NK_SORT_MEDIAN);
+  return out;
 }
 
 // ---- searchsorted / bucketize ----------------------------------------------
@@ -464,6 +536,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("sort.values_stable", TORCH_FN(sort_values_stable));
   m.impl("topk", TORCH_FN(topk));
   m.impl("topk.values", TORCH_FN(topk_values));
+  m.impl("kthvalue.values", TORCH_FN(kthvalue_values));
+  m.impl("median.dim_values", TORCH_FN(median_dim_values));
+  m.impl("median", TORCH_FN(median));
   m.impl("searchsorted.Tensor", TORCH_FN(searchsorted_tensor));
   m.impl("searchsorted.Tensor_out", TORCH_FN(searchsorted_out));
   m.impl("searchsorted.Scalar", TORCH_FN(searchsorted_scalar));
