@@ -413,3 +413,18 @@ def test_kthvalue_median_match_cpu(dtype):
         same(a, e)
     with pytest.raises(RuntimeError, match="out of range"):
         torch.kthvalue(x.to(D), 40, 1)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.int8, torch.uint8, torch.bool])
+def test_mode_matches_cpu(dtype):
+    x = sample((6, 40), dtype, nan=False)
+    for dim in (0, 1, -1):
+        for keepdim in (False, True):
+            v, i = torch.mode(x.to(D), dim, keepdim)
+            ev, ei = torch.mode(x, dim, keepdim)
+            same(v, ev)
+            same(i, ei)
+    same(torch.mode(x.to(D).t(), 1)[1], torch.mode(x.t(), 1)[1])
+    s = torch.tensor(2, dtype=dtype)
+    for a, e in zip(torch.mode(s.to(D)), torch.mode(s)):
+        same(a, e)

@@ -138,6 +138,8 @@ typedef enum nk_sort_order {
   NK_SORT_CPU_KTH,  /* the k-th smallest (1-based), ATen's CPU quickselect */
   NK_SORT_MEDIAN,   /* the lower median of the (value, index) order; a NaN
                        in the slice gives its first NaN (torch.median) */
+  NK_SORT_CPU_MODE, /* the most frequent value (the smallest on a tie) and
+                       the index ATen's CPU mode reports (std::sort order) */
   NK_SORT_ORDER_COUNT
 } nk_sort_order;
 typedef struct nk_sort_params {

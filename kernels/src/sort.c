@@ -63,6 +63,18 @@ static void sort_range(void *arg, int64_t begin, int64_t end, int worker) {
       nk_cpu_quickselect(pairs, n, k - 1);
       pick = k - 1;
       break;
+    case NK_SORT_CPU_MODE: { /* first longest run; the index of its last element */
+      nk_sort_pairs_unstable(pairs, n);
+      int64_t run = 0, best = 0;
+      for (int64_t e = 0; e < n; e++) {
+        run++;
+        if (e == n - 1 || pairs[e].key != pairs[e + 1].key) {
+          if (run > best) { best = run; pick = e; }
+          run = 0;
+        }
+      }
+      break;
+    }
     case NK_SORT_MEDIAN:
       nk_sort_pairs(pairs, pairs + n, n);
       pick = (n - 1) / 2;
@@ -108,7 +120,8 @@ int nk_sort_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
     return -1;
   }
   const int64_t n = in->ndim ? in->sizes[p->dim] : 1;
-  const int select = p->order == NK_SORT_CPU_KTH || p->order == NK_SORT_MEDIAN;
+  const int select = p->order == NK_SORT_CPU_KTH || p->order == NK_SORT_MEDIAN ||
+                     p->order == NK_SORT_CPU_MODE;
   if (p->k < (p->order == NK_SORT_CPU_KTH) || p->k > n) {
     nrt_exec_fail(ctx, "sort: k %lld out of range [0, %lld]", (long long)p->k, (long long)n);
     return -1;

@@ -179,6 +179,14 @@ static void test_select(void) {
   in[2] = NAN; in[6] = NAN; /* the first NaN wins */
   CHECK_OK(tk_run(&task));
   CHECK(isnan(*v) && *ix == 2);
+  in[2] = 7; in[6] = 1;
+  nk_sort_params pmode = {.dim = 0, .k = 1, .order = NK_SORT_CPU_MODE};
+  task = tk_task(NK_KERNEL_SORT, 3, ops, &pmode, sizeof pmode);
+  CHECK_OK(tk_run(&task));
+  CHECK(*v == 1 && (*ix == 1 || *ix == 3 || *ix == 6)); /* the index: pytest vs the CPU */
+  in[0] = 9; in[5] = 9; /* 1 and 9 three times each: the smaller wins */
+  CHECK_OK(tk_run(&task));
+  CHECK(*v == 1);
   nk_sort_params bad = {.dim = 0, .k = 0, .order = NK_SORT_CPU_KTH};
   task = tk_task(NK_KERNEL_SORT, 3, ops, &bad, sizeof bad);
   CHECK(tk_fails_with(&task, "k 0 out of range"));

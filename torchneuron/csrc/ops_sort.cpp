@@ -1,5 +1,5 @@
 // ops_sort.cpp — the sort family: sort (stable/unstable, descending; and so
-// argsort, msort), topk, kthvalue, median (all, and along a dim), searchsorted, bucketize, unique (_unique2, _unique,
+// argsort, msort), topk, kthvalue, median (all, and along a dim), mode, searchsorted, bucketize, unique (_unique2, _unique,
 // unique_consecutive, unique_dim, unique_dim_consecutive), multinomial, bernoulli_ with a tensor p,
 // native_dropout and native_dropout_backward.
 //
@@ -215,6 +215,46 @@ std::tuple<Tensor&, Tensor&> median_dim_values(const Tensor& self, int64_t dim, 
   const Tensor v = keepdim && self.dim() > 0 ? values : values.unsqueeze(dim);
   const Tensor i = keepdim && self.dim() > 0 ? indices : indices.unsqueeze(dim);
   launch_sort(in, v, i, dim, false, 1, "aten::median", NK_SORT_MEDIAN);
+  return {values, indices};
+}
+
+// ATen's mode_out (whose device check admits only CPU/CUDA/XPU) and its CPU
+// kernel's output handling; the kernel replays the CPU's std::sort, so the
+// reported index matches the CPU's.
+std::tuple<Tensor&, Tensor&> mode_values(const Tensor& self, int64_t dim, bool keepdim, Tensor& values,
+                                         Tensor& indices) {
+  TORCH_CHECK(self.layout() == at::Layout::Strided, "mode only supports strided layout, got: ", self.layout());
+  TORCH_CHECK(self.device() == values.device(), "expected device '", self.device(), "' but got '",
+              values.device(), "' for values output");
+  TORCH_CHECK(self.device() == indices.device(), "expected device '", self.device(), "' but got '",
+              indices.device(), "' for indices output");
+  TORCH_CHECK(self.scalar_type() == values.scalar_type(), "expected scalar type '", self.scalar_type(),
+              "' but got '", values.scalar_type(), "' for values output");
+  TORCH_CHECK(indices.scalar_type() == at::ScalarType::Long, "expected scalar type '", at::ScalarType::Long,
+              "' but got '", indices.scalar_type(), "' for indices output");
+  dim = at::maybe_wrap_dim(dim, self.dim());
+  if (at::native::_dimreduce_return_trivial_no_ident(values, self, dim, keepdim, "mode")) {
+    indices.resize_({}).fill_(0);
+    return {values, indices};
+  }
+  if (!is_native_dtype(self.scalar_type())) {
+    fallback_stack("aten::mode", "values", {self, dim, keepdim, values, indices});
+    return {values, indices};
+  }
+  at::native::_reduction_with_indices_allocate_or_resize_output(values, indices, self, dim, keepdim);
+  launch_sort(self, values, indices, at::maybe_wrap_dim(dim, self.dim()), false, 1, "aten::mode",
+              NK_SORT_CPU_MODE);
+  if (!keepdim) {
+    values.squeeze_(dim);
+    indices.squeeze_(dim);
+  }
+  return {values, indices};
+}
+
+std::tuple<Tensor, Tensor> mode(const Tensor& self, int64_t dim, bool keepdim) {
+  Tensor values = at::empty({0}, self.options());
+  Tensor indices = at::empty({0}, self.options().dtype(at::kLong));
+  mode_values(self, dim, keepdim, values, indices);
   return {values, indices};
 }
 
@@ -539,6 +579,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("kthvalue.values", TORCH_FN(kthvalue_values));
   m.impl("median.dim_values", TORCH_FN(median_dim_values));
   m.impl("median", TORCH_FN(median));
+  m.impl("mode", TORCH_FN(mode));
+  m.impl("mode.values", TORCH_FN(mode_values));
   m.impl("searchsorted.Tensor", TORCH_FN(searchsorted_tensor));
   m.impl("searchsorted.Tensor_out", TORCH_FN(searchsorted_out));
   m.impl("searchsorted.Scalar", TORCH_FN(searchsorted_scalar));
