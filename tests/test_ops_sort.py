@@ -107,7 +107,7 @@ def test_sort_nan_ordering_and_argsort_msort():
 def test_sort_long_slices_and_many_slices():
     x = torch.randn(3, 20000)
     v, i = torch.sort(x.to(D), dim=1)
-    ev, ei = torch.sort(x, dim=1, stable=True)  # float32 randn has duplicates
+    ev, ei = torch.sort(x, dim=1)  # float32 randn has duplicates: the CPU's tie order
     same(v, ev)
     same(i, ei)
     y = torch.randint(0, 1000, (5000, 9))
@@ -321,3 +321,110 @@ def test_dropout_mask_and_backward():
     out, mask = torch.native_dropout(x.detach(), 0.5, False)
     assert bool(mask.cpu().all())
     same(out, x.detach().cpu())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.uint8, torch.bool])
+def test_unique_dim_matches_cpu(dtype):
+    g = torch.Generator().manual_seed(2)
+    x = torch.randint(0, 2, (6, 3, 4), generator=g).to(dtype)
+    x[3] = x[1]  # duplicate slices along dim 0
+    for dim in (0, 1, -1):
+        for fn in (lambda t: torch.unique(t, dim=dim, return_inverse=True, return_counts=True),
+                   lambda t: torch.unique_consecutive(t, dim=dim, return_inverse=True, return_counts=True)):
+            for a, e in zip(fn(x.to(D)), fn(x)):
+                same(a, e)
+    same(torch.unique(x.to(D).transpose(0, 2), dim=1), torch.unique(x.transpose(0, 2), dim=1))
+    e = torch.empty(0, 3, dtype=dtype)
+    for a, b in zip(torch.unique(e.to(D), dim=0, return_inverse=True, return_counts=True),
+                    torch.unique(e, dim=0, return_inverse=True, return_counts=True)):
+        same(a, b)
+    with pytest.raises(RuntimeError, match="aren't selected"):
+        torch.unique(e.to(D), dim=1)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.int8, torch.uint8, torch.bool,
+                                   torch.float32])
+def test_unstable_sort_ties_match_cpu(dtype):
+    """stable=False orders equal keys as the CPU's std::sort does."""
+    g = torch.Generator().manual_seed(4)
+    x = (torch.randn(8000, generator=g) * 3).to(dtype)
+    if dtype.is_floating_point:
+        x[::97] = float("nan")
+    for desc in (False, True):
+        same(torch.argsort(x.to(D), descending=desc), torch.argsort(x, descending=desc))
+    y = x[:3000].reshape(30, 100)
+    v, i = torch.sort(y.to(D), dim=1)
+    ev, ei = torch.sort(y, dim=1)
+    same(v, ev)
+    same(i, ei)
+
+
+def test_random_ops_do_not_depend_on_thread_count():
+    """dropout masks, bernoulli(p) and multinomial depend on the seed only."""
+    from conftest import run_python
+    code = """
+        import torch, torchneuron
+        torch.manual_seed(11)
+        x = torch.ones(300, 500, device="neuron")
+        _, mask = torch.native_dropout(x, 0.3, True)
+        b = torch.bernoulli(torch.rand(200, 300).to("neuron"))
+        m = torch.multinomial(torch.rand(64, 50).to("neuron"), 20)
+        r = torch.multinomial(torch.rand(64, 50).to("neuron"), 200, replacement=True)
+        s = torch.sort(torch.randint(0, 5, (40, 3000)).to("neuron"), dim=1)[1]
+        print(int(mask.cpu().sum()), hash(tuple(b.cpu().flatten().tolist())),
+              hash(tuple(m.cpu().flatten().tolist())), hash(tuple(r.cpu().flatten().tolist())),
+              hash(tuple(s.cpu().flatten().tolist())))
+    """
+    outs = []
+    for threads in ("1", "4"):
+        p = run_python(code, env={"TORCHNEURON_NUM_THREADS": threads, "PYTHONHASHSEED": "0"})
+        assert p.returncode == 0, p.stderr
+        outs.append(p.stdout.strip())
+    assert outs[0] == outs[1]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16,
+                                   torch.int64, torch.int8, torch.uint8])
+def test_kthvalue_median_match_cpu(dtype):
+    """Ties resolve to the CPU's index (its quickselect replayed, or the
+    median's (value, index) order); a NaN makes the median NaN."""
+    x = sample((7, 31), dtype, nan=False)
+    for dim, k in ((1, 1), (1, 16), (-1, 31), (0, 4)):
+        for keepdim in (False, True):
+            v, i = torch.kthvalue(x.to(D), k, dim, keepdim)
+            ev, ei = torch.kthvalue(x, k, dim, keepdim)
+            same(v, ev)
+            same(i, ei)
+    for dim in (0, 1):
+        for keepdim in (False, True):
+            v, i = torch.median(x.to(D), dim, keepdim)
+            ev, ei = torch.median(x, dim, keepdim)
+            same(v, ev)
+            same(i, ei)
+    same(torch.median(x.to(D)), torch.median(x))
+    same(torch.median(x.to(D).t(), 0)[1], torch.median(x.t(), 0)[1])
+    if dtype.is_floating_point:
+        y = sample((5, 9), dtype)  # with NaNs
+        for a, e in zip(torch.median(y.to(D), 1), torch.median(y, 1)):
+            same(a, e)
+        same(torch.median(y.to(D)), torch.median(y))
+    s = torch.tensor(3, dtype=dtype)
+    for a, e in zip(torch.kthvalue(s.to(D), 1), torch.kthvalue(s, 1)):
+        same(a, e)
+    with pytest.raises(RuntimeError, match="out of range"):
+        torch.kthvalue(x.to(D), 40, 1)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.int8, torch.uint8, torch.bool])
+def test_mode_matches_cpu(dtype):
+    x = sample((6, 40), dtype, nan=False)
+    for dim in (0, 1, -1):
+        for keepdim in (False, True):
+            v, i = torch.mode(x.to(D), dim, keepdim)
+            ev, ei = torch.mode(x, dim, keepdim)
+            same(v, ev)
+            same(i, ei)
+    same(torch.mode(x.to(D).t(), 1)[1], torch.mode(x.t(), 1)[1])
+    s = torch.tensor(2, dtype=dtype)
+    for a, e in zip(torch.mode(s.to(D)), torch.mode(s)):
+        same(a, e)

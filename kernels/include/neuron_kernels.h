@@ -62,9 +62,11 @@ typedef enum nk_kernel_id {
   NK_KERNEL_UNIQUE,       /* runs of equal values: unique, inverse, counts    */
   NK_KERNEL_BERNOULLI_TENSOR, /* out <- 1 with probability p[i] (Philox)      */
   NK_KERNEL_MULTINOMIAL,  /* out <- category samples of each row of probs     */
+  NK_KERNEL_UNIQUE_ROWS,  /* unique rows of a matrix (unique with dim)        */
   /* movement */
   NK_KERNEL_TRIANGLE,     /* out <- tril/triu(in, diagonal)                   */
   NK_KERNEL_PAD,          /* out <- reflection/replication pad of in          */
+  NK_KERNEL_PAD_BACKWARD, /* grad_in <- sum of grad_out over each index's preimage */
   NK_KERNEL_END
 } nk_kernel_id;
 
@@ -403,11 +405,30 @@ typedef struct nk_masked_params {
  * size along dim is k, the other sizes are in's).  NaN sorts as the largest
  * value (last ascending, first descending), -0.0 equals 0.0, equal keys keep
  * their order, as ATen's stable sort.  Values are copied as raw bytes.
- * k == size along dim is a full sort (sort), k < size is topk. */
+ * k == size along dim is a full sort (sort), k < size is topk.
+ * `order` picks how equal keys are ordered: stably, or exactly as ATen's
+ * CPU kernels do (libstdc++'s std::sort for sort(stable=False); for topk
+ * std::partial_sort when 64 * k <= size, else std::nth_element and, when
+ * sorted, std::sort of the first k - 1), so ties match the CPU. */
+typedef enum nk_sort_order {
+  NK_SORT_STABLE = 0,
+  NK_SORT_CPU_SORT,
+  NK_SORT_CPU_TOPK,
+  NK_SORT_CPU_TOPK_UNSORTED,
+  /* selections: values/indices have size 1 along dim */
+  NK_SORT_CPU_KTH,  /* the k-th smallest (1-based), ATen's CPU quickselect */
+  NK_SORT_MEDIAN,   /* the lower median of the (value, index) order; a NaN
+                       in the slice gives its first NaN (torch.median) */
+  NK_SORT_CPU_MODE, /* the most frequent value (the smallest on a tie) and
+                       the index ATen's CPU mode reports (std::sort order) */
+  NK_SORT_ORDER_COUNT
+} nk_sort_order;
 typedef struct nk_sort_params {
   int32_t dim;
   int32_t descending;
   int64_t k;
+  int32_t order; /* nk_sort_order */
+  int32_t reserved;
 } nk_sort_params;
 
 /* NK_KERNEL_SEARCHSORTED: operands [0] out (int64 or int32, values' shape),
@@ -428,6 +449,17 @@ typedef struct nk_searchsorted_params {
  * inverse[perm[i]] = run of i (without perm, inverse[i]).  Runs are maximal
  * sequences of equal values (==, so NaNs never join).  Only the first
  * `number of runs` entries of unique/counts are written. */
+
+/* NK_KERNEL_UNIQUE_ROWS: operands [0] unique rows (n x m), [1] inverse
+ * (int64, n), [2] counts (int64, n), [3] number of unique rows (int64,
+ * 0-dim), [4] in (n x m).  With `sort`, rows are first ordered
+ * lexicographically (elements compared as the sort keys, stably); runs of
+ * equal rows (every element ==) become one row.  inverse[r] = the run of
+ * input row r.  Only the first `number` rows of [0] and [2] are written. */
+typedef struct nk_unique_rows_params {
+  int32_t sort;
+  int32_t reserved;
+} nk_unique_rows_params;
 
 /* NK_KERNEL_BERNOULLI_TENSOR: operands [0] out, [1] p (out's shape, float
  * dtype, broadcast by stride 0).  Element i (row-major) draws Philox block
@@ -464,6 +496,10 @@ typedef struct nk_triangle_params {
  * `nd` (1..3) dims padded, the others equal).  Output index o of padded dim
  * d reads input index o - before[d'] (d' = d - (ndim - nd)), mapped back
  * into [0, n): reflected (-1 -> 1, n -> n - 2) or clamped (replicate). */
+/* NK_KERNEL_PAD_BACKWARD: operands [0] grad_in (the input's shape), [1]
+ * grad_out (the padded shape); nk_pad_params as the forward.  grad_in is
+ * overwritten: each element gets the sum (in double, rounded once) of the
+ * grad_out elements the forward copied from it. */
 typedef enum nk_pad_mode { NK_PAD_REFLECT = 0, NK_PAD_REPLICATE, NK_PAD_MODE_COUNT } nk_pad_mode;
 typedef struct nk_pad_params {
   int32_t mode; /* nk_pad_mode */

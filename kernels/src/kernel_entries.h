@@ -30,8 +30,10 @@ int nk_searchsorted_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 int nk_unique_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 int nk_bernoulli_tensor_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 int nk_multinomial_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+int nk_unique_rows_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 /* movement */
 int nk_triangle_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 int nk_pad_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+int nk_pad_backward_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 
 #endif /* NK_KERNEL_ENTRIES_H */

@@ -1,7 +1,8 @@
-/* movement.c — NK_KERNEL_TRIANGLE (tril/triu) and NK_KERNEL_PAD
- * (reflection/replication padding): copies whose source index is a
- * function of the destination index, so each walks the output row by row
- * (rows split over the compute pool) and moves raw element bytes.
+/* movement.c — NK_KERNEL_TRIANGLE (tril/triu), NK_KERNEL_PAD
+ * (reflection/replication padding) and NK_KERNEL_PAD_BACKWARD: copies
+ * whose source index is a function of the destination index, so each walks
+ * the output row by row (rows split over the compute pool) and moves raw
+ * element bytes; the pad's backward sums each input's preimage per plane.
  * cat, flip and roll need no kernel of their own: they are COPY launches
  * on narrowed views and negative-stride operands (ops_movement.cpp). */
 #include <stdatomic.h>
@@ -128,39 +129,51 @@ static void pad_range(void *arg, int64_t begin, int64_t end, int worker) {
   }
 }
 
-int nk_pad_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
-  if (nk_check_operands(task, ctx, "pad", 2)) return -1;
+/* Checks params and shapes (padded: the operand with the padded shape,
+ * plain: the one with the input's) and fills job's mode, dims and before. */
+static int pad_plan(const nrt_task *task, nrt_exec_ctx *ctx, const char *name,
+                    const nrt_operand *padded, const nrt_operand *plain, pad_job *job) {
   const nk_pad_params *p = (const nk_pad_params *)task->params;
-  const nrt_operand *out = &task->operands[0], *in = &task->operands[1];
   if (p->mode < 0 || p->mode >= NK_PAD_MODE_COUNT || p->nd < 1 || p->nd > 3 ||
-      out->ndim != in->ndim || out->ndim < p->nd || out->dtype != in->dtype) {
-    nrt_exec_fail(ctx, "pad: expected a mode, 1..3 padded dims and operands of one dtype and rank");
+      padded->ndim != plain->ndim || padded->ndim < p->nd || padded->dtype != plain->dtype) {
+    nrt_exec_fail(ctx, "%s: expected a mode, 1..3 padded dims and operands of one dtype and rank", name);
     return -1;
   }
-  pad_job job = {.out = out, .in = in, .mode = p->mode, .nd = p->nd, .first = out->ndim - p->nd};
-  for (int d = 0; d < out->ndim; d++) {
-    if (d < job.first) {
-      if (out->sizes[d] != in->sizes[d]) {
-        nrt_exec_fail(ctx, "pad: unpadded dim %d differs (%lld vs %lld)", d,
-                      (long long)out->sizes[d], (long long)in->sizes[d]);
+  job->mode = p->mode;
+  job->nd = p->nd;
+  job->first = padded->ndim - p->nd;
+  for (int d = 0; d < padded->ndim; d++) {
+    if (d < job->first) {
+      if (padded->sizes[d] != plain->sizes[d]) {
+        nrt_exec_fail(ctx, "%s: unpadded dim %d differs (%lld vs %lld)", name, d,
+                      (long long)padded->sizes[d], (long long)plain->sizes[d]);
         return -1;
       }
       continue;
     }
-    job.before[d] = p->before[d - job.first];
+    job->before[d] = p->before[d - job->first];
   }
-  if (nk_numel(out) == 0) return 0;
-  /* every output index of a padded dim must land inside the input */
-  for (int d = job.first; d < out->ndim; d++) {
-    for (int64_t o = 0; o < out->sizes[d]; o++) {
-      int64_t i = in->sizes[d] > 0 ? pad_map(p->mode, o, job.before[d], in->sizes[d]) : -1;
-      if (i < 0 || i >= in->sizes[d]) {
-        nrt_exec_fail(ctx, "pad: output index %lld of dim %d maps to input index %lld, outside "
-                           "[0, %lld)", (long long)o, d, (long long)i, (long long)in->sizes[d]);
+  if (nk_numel(padded) == 0) return 0;
+  /* every padded index must land inside the input */
+  for (int d = job->first; d < padded->ndim; d++) {
+    for (int64_t o = 0; o < padded->sizes[d]; o++) {
+      int64_t i = plain->sizes[d] > 0 ? pad_map(p->mode, o, job->before[d], plain->sizes[d]) : -1;
+      if (i < 0 || i >= plain->sizes[d]) {
+        nrt_exec_fail(ctx, "%s: output index %lld of dim %d maps to input index %lld, outside "
+                           "[0, %lld)", name, (long long)o, d, (long long)i, (long long)plain->sizes[d]);
         return -1;
       }
     }
   }
+  return 0;
+}
+
+int nk_pad_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
+  if (nk_check_operands(task, ctx, "pad", 2)) return -1;
+  const nrt_operand *out = &task->operands[0], *in = &task->operands[1];
+  pad_job job = {.out = out, .in = in};
+  if (pad_plan(task, ctx, "pad", out, in, &job)) return -1;
+  if (nk_numel(out) == 0) return 0;
   job.rows.ndim = out->ndim - 1;
   job.rows.n_ops = 1;
   for (int d = 0; d < out->ndim - 1; d++) {
@@ -170,5 +183,86 @@ int nk_pad_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
   const int64_t cols = out->sizes[out->ndim - 1];
   nk_parallel_for(nk_numel(out) / cols, cols >= NK_GRAIN_ELEMENTWISE ? 1 : NK_GRAIN_ELEMENTWISE / cols,
                   pad_range, &job);
+  return 0;
+}
+
+/* ------------------------------------------------------------ pad backward */
+
+/* One plane (the padded dims at one index of the others) per step: its
+ * gradients accumulate in a double scratch, then are stored once, so the
+ * sums do not depend on how planes are split over threads. */
+typedef struct padb_job {
+  pad_job pad; /* .out = grad_in, .in = grad_out */
+  int64_t osz[3], isz[3], ost[3], ist[3], before[3];
+  nk_walker planes; /* dims before the padded ones: grad_in, grad_out */
+  int64_t plane_numel;
+  atomic_int oom;
+} padb_job;
+
+static void padb_range(void *arg, int64_t begin, int64_t end, int worker) {
+  (void)worker;
+  padb_job *j = arg;
+  const nrt_dtype t = (nrt_dtype)j->pad.out->dtype;
+  double *acc = malloc((size_t)j->plane_numel * sizeof *acc);
+  if (!acc) { atomic_store(&j->oom, 1); return; }
+  nk_walker w = j->planes;
+  nk_walker_seek(&w, begin);
+  const int mode = j->pad.mode;
+  for (int64_t pl = begin; pl < end; pl++) {
+    memset(acc, 0, (size_t)j->plane_numel * sizeof *acc);
+    const char *go = (const char *)j->pad.in->data + w.off[1];
+    for (int64_t a = 0; a < j->osz[0]; a++) {
+      int64_t ia = pad_map(mode, a, j->before[0], j->isz[0]);
+      for (int64_t b = 0; b < j->osz[1]; b++) {
+        int64_t ib = pad_map(mode, b, j->before[1], j->isz[1]);
+        const char *row = go + a * j->ost[0] + b * j->ost[1];
+        double *arow = acc + (ia * j->isz[1] + ib) * j->isz[2];
+        for (int64_t c = 0; c < j->osz[2]; c++)
+          arow[pad_map(mode, c, j->before[2], j->isz[2])] += nk_load_f64(t, row + c * j->ost[2]);
+      }
+    }
+    char *gi = (char *)j->pad.out->data + w.off[0];
+    int64_t k = 0;
+    for (int64_t a = 0; a < j->isz[0]; a++)
+      for (int64_t b = 0; b < j->isz[1]; b++)
+        for (int64_t c = 0; c < j->isz[2]; c++)
+          nk_store_f64(t, gi + a * j->ist[0] + b * j->ist[1] + c * j->ist[2], acc[k++]);
+    nk_walker_next(&w);
+  }
+  free(acc);
+}
+
+int nk_pad_backward_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
+  if (nk_check_operands(task, ctx, "pad_backward", 2)) return -1;
+  const nrt_operand *gin = &task->operands[0], *gout = &task->operands[1];
+  padb_job job = {.pad = {.out = gin, .in = gout}};
+  if (pad_plan(task, ctx, "pad_backward", gout, gin, &job.pad)) return -1;
+  if (nk_numel(gin) == 0) return 0;
+  /* the padded dims, right-aligned into 3 (missing ones of size 1) */
+  for (int k = 0; k < 3; k++) {
+    int d = gin->ndim - 3 + k;
+    int padded = d >= job.pad.first;
+    job.osz[k] = padded ? gout->sizes[d] : 1;
+    job.isz[k] = padded ? gin->sizes[d] : 1;
+    job.ost[k] = padded ? gout->strides[d] : 0;
+    job.ist[k] = padded ? gin->strides[d] : 0;
+    job.before[k] = padded ? job.pad.before[d] : 0;
+  }
+  job.plane_numel = job.isz[0] * job.isz[1] * job.isz[2];
+  job.planes.ndim = job.pad.first;
+  job.planes.n_ops = 2;
+  for (int d = 0; d < job.pad.first; d++) {
+    job.planes.sizes[d] = gin->sizes[d];
+    job.planes.strides[0][d] = gin->strides[d];
+    job.planes.strides[1][d] = gout->strides[d];
+  }
+  atomic_init(&job.oom, 0);
+  const int64_t planes = nk_numel(gin) / job.plane_numel;
+  const int64_t work = nk_numel(gout) / (planes ? planes : 1) + job.plane_numel;
+  nk_parallel_for(planes, work >= 4096 ? 1 : 4096 / work, padb_range, &job);
+  if (atomic_load(&job.oom)) {
+    nrt_exec_fail(ctx, "pad_backward: out of host memory for a plane of %lld", (long long)job.plane_numel);
+    return -1;
+  }
   return 0;
 }

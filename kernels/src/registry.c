@@ -33,9 +33,11 @@ static const struct {
     {NK_KERNEL_UNIQUE, "unique", nk_unique_kernel},
     {NK_KERNEL_BERNOULLI_TENSOR, "bernoulli_tensor", nk_bernoulli_tensor_kernel},
     {NK_KERNEL_MULTINOMIAL, "multinomial", nk_multinomial_kernel},
+    {NK_KERNEL_UNIQUE_ROWS, "unique_rows", nk_unique_rows_kernel},
     /* movement */
     {NK_KERNEL_TRIANGLE, "triangle", nk_triangle_kernel},
     {NK_KERNEL_PAD, "pad", nk_pad_kernel},
+    {NK_KERNEL_PAD_BACKWARD, "pad_backward", nk_pad_backward_kernel},
 };
 
 _Static_assert(sizeof kernels / sizeof kernels[0] == NK_KERNEL_END - NK_KERNEL_COPY,
@@ -103,5 +105,20 @@ NK_PARAMS_FIT(nk_sort_params);
 NK_PARAMS_FIT(nk_searchsorted_params);
 NK_PARAMS_FIT(nk_philox_params);
 NK_PARAMS_FIT(nk_multinomial_params);
+NK_PARAMS_FIT(nk_triangle_params);
+NK_PARAMS_FIT(nk_pad_params);
+
+/* Every kernel's params fit in nrt_task.params. */
+#define NK_PARAMS_FIT(type) _Static_assert(sizeof(type) <= NRT_PARAM_BYTES, #type " fits in nrt_task.params")
+NK_PARAMS_FIT(nk_fill_params);
+NK_PARAMS_FIT(nk_arange_params);
+NK_PARAMS_FIT(nk_linspace_params);
+NK_PARAMS_FIT(nk_binary_params);
+NK_PARAMS_FIT(nk_random_params);
+NK_PARAMS_FIT(nk_sort_params);
+NK_PARAMS_FIT(nk_searchsorted_params);
+NK_PARAMS_FIT(nk_philox_params);
+NK_PARAMS_FIT(nk_multinomial_params);
+NK_PARAMS_FIT(nk_unique_rows_params);
 NK_PARAMS_FIT(nk_triangle_params);
 NK_PARAMS_FIT(nk_pad_params);

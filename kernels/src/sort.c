@@ -7,8 +7,8 @@
  * (NaN payloads and -0.0 survive), indices written as int64.  Slices are
  * split over the compute pool, each chunk with its own scratch, so results
  * never depend on the thread count.  topk takes the first k of the same
- * sort (largest = descending), which also makes its ties come out in index
- * order.
+ * sort (largest = descending).  The order of equal keys is stable, or, on
+ * request, exactly the CPU's (sort_keys.h replays libstdc++'s algorithms).
  *
  * Searchsorted: a binary search per value with ATen's exact comparisons
  * (lower bound: advance while !(b >= v); upper: while !(b > v)), in double
@@ -16,7 +16,9 @@
  * is given (every sorter index is checked).
  *
  * Unique: one pass over the run-ordered input on one thread (the output
- * size is data dependent; the glue reads the run count back). */
+ * size is data dependent; the glue reads the run count back).  Unique rows
+ * (unique with dim): a stable merge sort of row indices, comparing rows by
+ * their elements' sort keys, then the same run pass over whole rows. */
 #include <stdatomic.h>
 
 #include "kernel_entries.h"
@@ -29,7 +31,7 @@
 
 typedef struct sort_job {
   const nrt_operand *values, *indices, *in;
-  int dim, descending;
+  int dim, descending, order;
   int64_t n, k;
   nk_walker outer; /* the dims other than dim; operands values, indices, in */
   atomic_int oom;
@@ -54,12 +56,53 @@ static void sort_range(void *arg, int64_t begin, int64_t end, int worker) {
       pairs[e].key = j->descending ? ~key : key;
       pairs[e].index = e;
     }
-    nk_sort_pairs(pairs, pairs + n, n);
+    int64_t pick = -1; /* a selection's position, else the first k are written */
+    switch (j->order) {
+    case NK_SORT_CPU_SORT: nk_sort_pairs_unstable(pairs, n); break;
+    case NK_SORT_CPU_KTH:
+      nk_cpu_quickselect(pairs, n, k - 1);
+      pick = k - 1;
+      break;
+    case NK_SORT_CPU_MODE: { /* first longest run; the index of its last element */
+      nk_sort_pairs_unstable(pairs, n);
+      int64_t run = 0, best = 0;
+      for (int64_t e = 0; e < n; e++) {
+        run++;
+        if (e == n - 1 || pairs[e].key != pairs[e + 1].key) {
+          if (run > best) { best = run; pick = e; }
+          run = 0;
+        }
+      }
+      break;
+    }
+    case NK_SORT_MEDIAN:
+      nk_sort_pairs(pairs, pairs + n, n);
+      pick = (n - 1) / 2;
+      if (nk_dtype_is_floating(t) && isnan(nk_load_f64(t, x + pairs[n - 1].index * sx))) {
+        pick = n - 1; /* NaNs sort last, in index order: find the first */
+        while (pick > 0 && isnan(nk_load_f64(t, x + pairs[pick - 1].index * sx))) pick--;
+      }
+      break;
+    case NK_SORT_CPU_TOPK: case NK_SORT_CPU_TOPK_UNSORTED:
+      if (k * 64 <= n) {
+        nk_partial_sort(pairs, k, n);
+      } else if (k > 0) {
+        nk_nth_element(pairs, k - 1, n);
+        if (j->order == NK_SORT_CPU_TOPK) nk_sort_pairs_unstable(pairs, k - 1);
+      }
+      break;
+    default: nk_sort_pairs(pairs, pairs + n, n); break;
+    }
     char *v = (char *)j->values->data + w.off[0];
     char *ix = (char *)j->indices->data + w.off[1];
-    for (int64_t e = 0; e < k; e++) {
-      memcpy(v + e * sv, x + pairs[e].index * sx, es);
-      nk_write_i64(ix + e * si, pairs[e].index);
+    if (pick >= 0) {
+      memcpy(v, x + pairs[pick].index * sx, es);
+      nk_write_i64(ix, pairs[pick].index);
+    } else {
+      for (int64_t e = 0; e < k; e++) {
+        memcpy(v + e * sv, x + pairs[e].index * sx, es);
+        nk_write_i64(ix + e * si, pairs[e].index);
+      }
     }
     nk_walker_next(&w);
   }
@@ -77,8 +120,14 @@ int nk_sort_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
     return -1;
   }
   const int64_t n = in->ndim ? in->sizes[p->dim] : 1;
-  if (p->k < 0 || p->k > n) {
+  const int select = p->order == NK_SORT_CPU_KTH || p->order == NK_SORT_MEDIAN ||
+                     p->order == NK_SORT_CPU_MODE;
+  if (p->k < (p->order == NK_SORT_CPU_KTH) || p->k > n) {
     nrt_exec_fail(ctx, "sort: k %lld out of range [0, %lld]", (long long)p->k, (long long)n);
+    return -1;
+  }
+  if (p->order < 0 || p->order >= NK_SORT_ORDER_COUNT) {
+    nrt_exec_fail(ctx, "sort: unknown order %d", (int)p->order);
     return -1;
   }
   if (indices->dtype != NRT_INT64 || values->dtype != in->dtype) {
@@ -89,17 +138,18 @@ int nk_sort_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
     const nrt_operand *o = &task->operands[op];
     int ok = o->ndim == in->ndim;
     for (int d = 0; ok && d < in->ndim; d++)
-      ok = o->sizes[d] == (d == p->dim ? p->k : in->sizes[d]);
+      ok = o->sizes[d] == (d == p->dim ? (select ? 1 : p->k) : in->sizes[d]);
     if (!ok) {
       nrt_exec_fail(ctx, "sort: operand %d must have the input's shape with %lld along dim %d",
-                    op, (long long)p->k, (int)p->dim);
+                    op, (long long)(select ? 1 : p->k), (int)p->dim);
       return -1;
     }
   }
-  if (p->k == 0 || nk_numel(in) == 0) return 0;
+  if ((!select && p->k == 0) || nk_numel(in) == 0) return 0;
 
   sort_job job = {.values = values, .indices = indices, .in = in, .dim = p->dim,
-                  .descending = p->descending != 0, .n = n, .k = p->k};
+                  .descending = p->descending != 0, .order = p->order,
+                  .n = n, .k = p->k};
   nk_walker *w = &job.outer;
   w->n_ops = 3;
   for (int d = 0; d < in->ndim; d++) {
@@ -286,5 +336,87 @@ int nk_unique_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
   }
   if (n > 0) nk_write_i64((char *)counts->data + (runs - 1) * counts->strides[0], n - run_start);
   nk_write_i64(num->data, runs);
+  return 0;
+}
+
+/* ----------------------------------------------------------- unique rows */
+
+typedef struct rows_ctx {
+  const char *base;
+  int64_t rs, cs, m;
+  nrt_dtype t;
+} rows_ctx;
+
+/* -1, 0, 1: row a against row b, lexicographically by sort key */
+static int row_cmp(const rows_ctx *c, int64_t a, int64_t b) {
+  for (int64_t j = 0; j < c->m; j++) {
+    uint64_t ka = nk_sort_key(c->t, c->base + a * c->rs + j * c->cs);
+    uint64_t kb = nk_sort_key(c->t, c->base + b * c->rs + j * c->cs);
+    if (ka != kb) return ka < kb ? -1 : 1;
+  }
+  return 0;
+}
+
+static int row_equal(const rows_ctx *c, int64_t a, int64_t b) {
+  for (int64_t j = 0; j < c->m; j++)
+    if (!same_value(c->t, c->base + a * c->rs + j * c->cs, c->base + b * c->rs + j * c->cs)) return 0;
+  return 1;
+}
+
+/* stable bottom-up merge sort of row indices */
+static void sort_rows(const rows_ctx *c, int64_t *a, int64_t *tmp, int64_t n) {
+  int64_t *src = a, *dst = tmp;
+  for (int64_t width = 1; width < n; width *= 2) {
+    for (int64_t lo = 0; lo < n; lo += 2 * width) {
+      int64_t mid = lo + width < n ? lo + width : n, hi = lo + 2 * width < n ? lo + 2 * width : n;
+      int64_t i = lo, j = mid, o = lo;
+      while (i < mid && j < hi) dst[o++] = row_cmp(c, src[j], src[i]) < 0 ? src[j++] : src[i++];
+      while (i < mid) dst[o++] = src[i++];
+      while (j < hi) dst[o++] = src[j++];
+    }
+    int64_t *t = src; src = dst; dst = t;
+  }
+  if (src != a) memcpy(a, src, (size_t)n * sizeof *a);
+}
+
+int nk_unique_rows_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
+  if (nk_check_operands(task, ctx, "unique_rows", 5)) return -1;
+  const nk_unique_rows_params *p = (const nk_unique_rows_params *)task->params;
+  const nrt_operand *uniq = &task->operands[0], *inverse = &task->operands[1],
+                    *counts = &task->operands[2], *num = &task->operands[3], *in = &task->operands[4];
+  const int64_t n = in->ndim == 2 ? in->sizes[0] : -1, m = in->ndim == 2 ? in->sizes[1] : -1;
+  int ok = n >= 0 && uniq->ndim == 2 && uniq->sizes[0] == n && uniq->sizes[1] == m &&
+           uniq->dtype == in->dtype && inverse->ndim == 1 && inverse->sizes[0] == n &&
+           inverse->dtype == NRT_INT64 && counts->ndim == 1 && counts->sizes[0] == n &&
+           counts->dtype == NRT_INT64 && num->ndim == 0 && num->dtype == NRT_INT64;
+  if (!ok) {
+    nrt_exec_fail(ctx, "unique_rows: expected an (n, m) input and output, int64 inverse and counts "
+                       "of n, a 0-dim int64 count");
+    return -1;
+  }
+  rows_ctx c = {in->data, in->strides[0], in->strides[1], m, (nrt_dtype)in->dtype};
+  int64_t *order = malloc((size_t)(2 * (n ? n : 1)) * sizeof *order);
+  if (!order) {
+    nrt_exec_fail(ctx, "unique_rows: out of host memory for %lld rows", (long long)n);
+    return -1;
+  }
+  for (int64_t r = 0; r < n; r++) order[r] = r;
+  if (p->sort) sort_rows(&c, order, order + n, n);
+  const size_t es = nk_dtype_size(c.t);
+  int64_t runs = 0, run_start = 0;
+  for (int64_t i = 0; i < n; i++) {
+    if (i == 0 || !row_equal(&c, order[i], order[i - 1])) {
+      if (i > 0) nk_write_i64((char *)counts->data + (runs - 1) * counts->strides[0], i - run_start);
+      char *dst = (char *)uniq->data + runs * uniq->strides[0];
+      const char *src = c.base + order[i] * c.rs;
+      for (int64_t j = 0; j < m; j++) memcpy(dst + j * uniq->strides[1], src + j * c.cs, es);
+      runs++;
+      run_start = i;
+    }
+    nk_write_i64((char *)inverse->data + order[i] * inverse->strides[0], runs - 1);
+  }
+  if (n > 0) nk_write_i64((char *)counts->data + (runs - 1) * counts->strides[0], n - run_start);
+  nk_write_i64(num->data, runs);
+  free(order);
   return 0;
 }

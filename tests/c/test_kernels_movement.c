@@ -127,6 +127,53 @@ static void check_pad(nrt_dtype t, int mode, int nd, const int64_t *in_sizes, co
   tk_free(out);
 }
 
+/* backward: grad_in[i] = sum of grad_out[o] over the o that read i */
+static void check_pad_backward(nrt_dtype t, int mode, int nd, const int64_t *in_sizes,
+                               const int64_t *pads) {
+  const int ndim = 4, es = tk_size(t);
+  int64_t out_sizes[4], n_in = 1, n_out = 1, before[4] = {0, 0, 0, 0};
+  for (int d = 0; d < ndim; d++) {
+    out_sizes[d] = in_sizes[d];
+    if (d >= ndim - nd) {
+      int a = 2 * (nd - 1 - (d - (ndim - nd)));
+      before[d] = pads[a];
+      out_sizes[d] += pads[a] + pads[a + 1];
+    }
+    n_in *= in_sizes[d];
+    n_out *= out_sizes[d];
+  }
+  char *gout = tk_alloc((size_t)(n_out * es)), *gin = tk_alloc((size_t)(n_in * es));
+  double *ref = calloc((size_t)n_in, sizeof *ref);
+  memset(gin, 0x7f, (size_t)(n_in * es)); /* overwritten, not accumulated into */
+  int64_t idx[4];
+  for (int64_t f = 0; f < n_out; f++) {
+    double g = (double)((int)(tk_rand() % 9) - 4);
+    tk_put(t, gout + f * es, (tk_value){.is_int = 1, .i = (int64_t)g, .f = g});
+    int64_t r = f, src = 0;
+    for (int d = ndim - 1; d >= 0; d--) { idx[d] = r % out_sizes[d]; r /= out_sizes[d]; }
+    for (int d = 0; d < ndim; d++) {
+      int64_t i = d >= ndim - nd ? ref_index(mode, idx[d], before[d], in_sizes[d]) : idx[d];
+      src = src * in_sizes[d] + i;
+    }
+    ref[src] += g;
+  }
+  nrt_operand ops[2] = {tk_operand(gin, t, 4, in_sizes, NULL), tk_operand(gout, t, 4, out_sizes, NULL)};
+  nk_pad_params p = {.mode = mode, .nd = nd};
+  for (int k = 0; k < nd; k++) p.before[k] = pads[2 * (nd - 1 - k)];
+  nrt_task task = tk_task(NK_KERNEL_PAD_BACKWARD, 2, ops, &p, sizeof p);
+  CHECK_OK(tk_run(&task));
+  int ok = 1;
+  for (int64_t i = 0; i < n_in; i++) {
+    tk_value v = {.is_int = 1, .i = (int64_t)ref[i], .f = ref[i]};
+    ok &= tk_raw(t, gin + i * es) == tk_expected(v, t);
+  }
+  if (!ok) fprintf(stderr, "  pad backward %s mode=%d nd=%d\n", tk_dtype_names[t], mode, nd);
+  CHECK(ok);
+  free(ref);
+  tk_free(gout);
+  tk_free(gin);
+}
+
 static void test_pad(void) {
   const int64_t sizes[4] = {2, 3, 4, 5};
   const int64_t pads[3][6] = {{2, 3, 0, 0, 0, 0}, {4, 1, 3, 2, 0, 0}, {1, 0, 2, 3, 1, 2}};
@@ -140,6 +187,12 @@ static void test_pad(void) {
   const int64_t big[4] = {1, 1, 300, 200}; /* rows over the pool */
   const int64_t bp[6] = {7, 9, 11, 13, 0, 0};
   check_pad(NRT_BFLOAT16, NK_PAD_REFLECT, 2, big, bp, 0);
+  const nrt_dtype bt[4] = {NRT_FLOAT32, NRT_FLOAT64, NRT_BFLOAT16, NRT_INT64};
+  for (int t = 0; t < 4; t++)
+    for (int mode = 0; mode < 2; mode++)
+      for (int nd = 1; nd <= 3; nd++) check_pad_backward(bt[t], mode, nd, sizes, pads[nd - 1]);
+  check_pad_backward(NRT_FLOAT32, NK_PAD_REPLICATE, 2, sizes, crop);
+  check_pad_backward(NRT_FLOAT32, NK_PAD_REFLECT, 2, big, bp);
   /* a reflection reaching past the far edge is an error */
   float x[4] = {0}, y[16];
   int64_t n_in = 4, n_out = 10;

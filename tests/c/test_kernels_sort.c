@@ -6,6 +6,7 @@
  * validation errors. */
 #define _POSIX_C_SOURCE 200809L
 #include "test_kernels_util.h"
+#include "../../kernels/src/sort_keys.h" /* the heapsort stage, tested directly */
 
 /* ------------------------------------------------------------ reference */
 
@@ -112,7 +113,93 @@ static void check_sort(nrt_dtype t, int64_t rows, int64_t cols, int dim, int des
   tk_free(idx);
 }
 
+/* unstable: sorted by the reference order, indices a permutation whose
+ * elements are the values (tie order is the CPU's std::sort; pytest
+ * compares that with torch). pattern: 0 random dups, 1 ascending, 2
+ * descending, 3 all equal, 4 organ pipe */
+static void check_unstable(int64_t n, int pattern, int desc) {
+  int32_t *in = tk_alloc((size_t)n * 4), *v = tk_alloc((size_t)n * 4);
+  int64_t *ix = tk_alloc((size_t)n * 8);
+  for (int64_t i = 0; i < n; i++)
+    in[i] = pattern == 0 ? (int32_t)(tk_rand() % 17) : pattern == 1 ? (int32_t)i
+            : pattern == 2 ? (int32_t)(n - i) : pattern == 3 ? 5 : (int32_t)(i < n / 2 ? i : n - i);
+  nrt_operand ops[3] = {tk_vector(v, NRT_INT32, n), tk_vector(ix, NRT_INT64, n), tk_vector(in, NRT_INT32, n)};
+  nk_sort_params p = {.dim = 0, .descending = desc, .k = n, .order = NK_SORT_CPU_SORT};
+  nrt_task task = tk_task(NK_KERNEL_SORT, 3, ops, &p, sizeof p);
+  CHECK_OK(tk_run(&task));
+  char *seen = calloc((size_t)n, 1);
+  int ok = 1;
+  for (int64_t i = 0; i < n && ok; i++) {
+    ok = ix[i] >= 0 && ix[i] < n && !seen[ix[i]] && v[i] == in[ix[i]];
+    if (ok) seen[ix[i]] = 1;
+    if (ok && i > 0) ok = desc ? v[i - 1] >= v[i] : v[i - 1] <= v[i];
+  }
+  if (!ok) fprintf(stderr, "  unstable sort n=%lld pattern=%d desc=%d\n", (long long)n, pattern, desc);
+  CHECK(ok);
+  free(seen);
+  tk_free(in); tk_free(v); tk_free(ix);
+}
+
+static void test_heap_stage(void) {
+  /* the introsort's depth fallback: a heapsort, sorted and a permutation */
+  enum { N = 1000 };
+  nk_pair a[N];
+  int64_t sum = 0;
+  for (int i = 0; i < N; i++) a[i] = (nk_pair){tk_rand() % 50, i};
+  nk_heap_sort(a, N);
+  int ok = 1;
+  for (int i = 0; i < N; i++) {
+    sum += a[i].index;
+    if (i) ok &= a[i - 1].key <= a[i].key;
+  }
+  CHECK(ok && sum == (int64_t)N * (N - 1) / 2);
+}
+
+/* selections: kth value (CPU quickselect) and median, values of size 1 */
+static void test_select(void) {
+  double x[9] = {4, 1, 7, 1, 9, 3, 1, 8, 2}; /* sorted: 1 1 1 2 3 4 7 8 9 */
+  double *in = tk_alloc(sizeof x), *v = tk_alloc(8);
+  int64_t *ix = tk_alloc(8), one = 1;
+  memcpy(in, x, sizeof x);
+  nrt_operand ops[3] = {tk_operand(v, NRT_FLOAT64, 1, &one, NULL), tk_operand(ix, NRT_INT64, 1, &one, NULL),
+                        tk_vector(in, NRT_FLOAT64, 9)};
+  int ok = 1;
+  const double want[9] = {1, 1, 1, 2, 3, 4, 7, 8, 9};
+  for (int k = 1; k <= 9; k++) {
+    nk_sort_params p = {.dim = 0, .k = k, .order = NK_SORT_CPU_KTH};
+    nrt_task task = tk_task(NK_KERNEL_SORT, 3, ops, &p, sizeof p);
+    CHECK_OK(tk_run(&task));
+    ok &= *v == want[k - 1] && x[*ix] == *v;
+  }
+  CHECK(ok);
+  nk_sort_params pm = {.dim = 0, .k = 1, .order = NK_SORT_MEDIAN};
+  nrt_task task = tk_task(NK_KERNEL_SORT, 3, ops, &pm, sizeof pm);
+  CHECK_OK(tk_run(&task));
+  CHECK(*v == 3 && *ix == 5);
+  in[2] = NAN; in[6] = NAN; /* the first NaN wins */
+  CHECK_OK(tk_run(&task));
+  CHECK(isnan(*v) && *ix == 2);
+  in[2] = 7; in[6] = 1;
+  nk_sort_params pmode = {.dim = 0, .k = 1, .order = NK_SORT_CPU_MODE};
+  task = tk_task(NK_KERNEL_SORT, 3, ops, &pmode, sizeof pmode);
+  CHECK_OK(tk_run(&task));
+  CHECK(*v == 1 && (*ix == 1 || *ix == 3 || *ix == 6)); /* the index: pytest vs the CPU */
+  in[0] = 9; in[5] = 9; /* 1 and 9 three times each: the smaller wins */
+  CHECK_OK(tk_run(&task));
+  CHECK(*v == 1);
+  nk_sort_params bad = {.dim = 0, .k = 0, .order = NK_SORT_CPU_KTH};
+  task = tk_task(NK_KERNEL_SORT, 3, ops, &bad, sizeof bad);
+  CHECK(tk_fails_with(&task, "k 0 out of range"));
+  tk_free(in); tk_free(v); tk_free(ix);
+}
+
 static void test_sort(void) {
+  test_heap_stage();
+  test_select();
+  const int64_t lens[] = {1, 2, 15, 16, 17, 100, 4097};
+  for (size_t l = 0; l < sizeof lens / sizeof lens[0]; l++)
+    for (int pattern = 0; pattern < 5; pattern++)
+      for (int desc = 0; desc < 2; desc++) check_unstable(lens[l], pattern, desc);
   for (int t = 0; t < NRT_DTYPE_COUNT; t++) {
     check_sort((nrt_dtype)t, 7, 33, 1, 0, 33, 0, 1);
     check_sort((nrt_dtype)t, 7, 33, 1, 1, 33, 0, 1);
@@ -308,6 +395,34 @@ static void test_unique(void) {
   tk_free(cu);
 }
 
+static void test_unique_rows(void) {
+  /* 5 rows x 3, read transposed from a 3 x 5 buffer; rows 0 and 3 equal */
+  const int32_t rows[5][3] = {{1, 2, 3}, {0, 9, 9}, {1, 2, 2}, {1, 2, 3}, {-4, 0, 0}};
+  int32_t *in = tk_alloc(15 * 4), *u = tk_alloc(15 * 4);
+  for (int r = 0; r < 5; r++)
+    for (int c = 0; c < 3; c++) in[c * 5 + r] = rows[r][c];
+  int64_t *inv = tk_alloc(5 * 8), *cnt = tk_alloc(5 * 8), *num = tk_alloc(8);
+  int64_t sz[2] = {5, 3}, st[2] = {1, 5};
+  nrt_operand ops[5] = {tk_operand(u, NRT_INT32, 2, sz, NULL), tk_vector(inv, NRT_INT64, 5),
+                        tk_vector(cnt, NRT_INT64, 5), tk_operand(num, NRT_INT64, 0, NULL, NULL),
+                        tk_operand(in, NRT_INT32, 2, sz, st)};
+  nk_unique_rows_params p = {.sort = 1};
+  nrt_task task = tk_task(NK_KERNEL_UNIQUE_ROWS, 5, ops, &p, sizeof p);
+  CHECK_OK(tk_run(&task));
+  const int32_t want[4][3] = {{-4, 0, 0}, {0, 9, 9}, {1, 2, 2}, {1, 2, 3}};
+  CHECK(*num == 4 && !memcmp(u, want, sizeof want));
+  CHECK(cnt[0] == 1 && cnt[1] == 1 && cnt[2] == 1 && cnt[3] == 2);
+  CHECK(inv[0] == 3 && inv[1] == 1 && inv[2] == 2 && inv[3] == 3 && inv[4] == 0);
+  p.sort = 0; /* consecutive: rows 0 and 3 are not neighbours */
+  task = tk_task(NK_KERNEL_UNIQUE_ROWS, 5, ops, &p, sizeof p);
+  CHECK_OK(tk_run(&task));
+  CHECK(*num == 5 && inv[3] == 3 && u[9] == 1 && u[10] == 2 && u[11] == 3);
+  ops[1].sizes[0] = 4;
+  task = tk_task(NK_KERNEL_UNIQUE_ROWS, 5, ops, &p, sizeof p);
+  CHECK(tk_fails_with(&task, "int64 inverse"));
+  tk_free(in); tk_free(u); tk_free(inv); tk_free(cnt); tk_free(num);
+}
+
 /* -------------------------------------------------------------- sampling */
 
 static void test_bernoulli(void) {
@@ -404,6 +519,7 @@ static void tests(void) {
   test_sort();
   test_searchsorted();
   test_unique();
+  test_unique_rows();
   test_bernoulli();
   test_multinomial();
 }

@@ -1,6 +1,6 @@
 // ops_movement.cpp — data movement: cat (and so stack/hstack/vstack), flip,
 // roll, tril/triu (functional, in-place, out=) and the reflection /
-// replication pads (1d, 2d, 3d forward).
+// replication pads (1d, 2d, 3d, forward and backward).
 //
 // cat is ATen's structured op with a precompute struct: its meta does the
 // checks, type promotion and output shape, and the impl here is one COPY
@@ -17,8 +17,11 @@
 #include <ATen/native/TensorShape.h>
 #include <ATen/native/TensorTransformations.h>
 #include <ATen/ops/cat_meta.h>
+#include <ATen/ops/reflection_pad1d_backward_meta.h>
 #include <ATen/ops/reflection_pad1d_meta.h>
+#include <ATen/ops/reflection_pad3d_backward_meta.h>
 #include <ATen/ops/reflection_pad3d_meta.h>
+#include <ATen/ops/replication_pad1d_backward_meta.h>
 #include <ATen/ops/replication_pad1d_meta.h>
 #include <ATen/ops/replication_pad2d_meta.h>
 #include <ATen/ops/replication_pad3d_meta.h>
@@ -159,6 +162,65 @@ void launch_pad(const Tensor& self, const Tensor& out, at::IntArrayRef padding, 
   launch(self.device().index(), task);
 }
 
+// grad_input <- the pad's backward (grad_input is overwritten).
+void launch_pad_backward(const Tensor& grad_output, const Tensor& grad_input, at::IntArrayRef padding,
+                         int nd, nk_pad_mode mode, const char* name) {
+  if (grad_input.numel() == 0) return;
+  Task task(NK_KERNEL_PAD_BACKWARD, name, 2);
+  describe_or_fail(grad_input, task.operand(0), name);
+  describe_or_fail(grad_output, task.operand(1), name);
+  auto* p = task.params<nk_pad_params>();
+  p->mode = mode;
+  p->nd = nd;
+  for (int i = 0; i < nd; ++i) p->before[i] = padding[2 * (nd - 1 - i)];
+  launch(grad_input.device().index(), task);
+}
+
+template <class Meta, int ND, nk_pad_mode Mode>
+struct PadBackwardOp : Meta {
+  void impl(const Tensor& grad_output, const Tensor& /*self*/, at::IntArrayRef padding,
+            const Tensor& grad_input) {
+    launch_pad_backward(grad_output, grad_input, padding, ND, Mode,
+                        Mode == NK_PAD_REFLECT ? "aten::reflection_pad_backward" : "aten::replication_pad_backward");
+  }
+};
+
+// The backward ops ATen does not structure (reflection_pad2d,
+// replication_pad2d/3d): the shape checks of their CPU templates.
+template <int ND, nk_pad_mode Mode>
+struct PadBackward {
+  static const char* name() {
+    if (Mode == NK_PAD_REFLECT) return "aten::reflection_pad2d_backward";
+    return ND == 2 ? "aten::replication_pad2d_backward" : "aten::replication_pad3d_backward";
+  }
+  static Tensor& out(const Tensor& grad_output, const Tensor& input, at::IntArrayRef padding,
+                     Tensor& grad_input) {
+    TORCH_CHECK(padding.size() == 2 * ND, "padding size is expected to be ", 2 * ND, ", but got: ",
+                padding.size());
+    TORCH_CHECK(grad_output.dim() == input.dim(), "Expected grad_output to have ", input.dim(),
+                " dims, but got ", grad_output.dim());
+    static const char* const what[3] = {"width", "height", "depth"};
+    for (int k = 0; k < ND; ++k) {  // k = 0: the last dim
+      const int64_t d = input.dim() - 1 - k;
+      const int64_t expected = input.size(d) + padding[2 * k] + padding[2 * k + 1];
+      TORCH_CHECK(expected == grad_output.size(d), "gradOutput ", what[k], " unexpected. Expected: ",
+                  expected, ", Got: ", grad_output.size(d));
+    }
+    if (!is_native_dtype(grad_output.scalar_type()) || !is_native_dtype(grad_input.scalar_type())) {
+      run_on_cpu(name(), "grad_input", {grad_output, input, padding.vec(), grad_input});
+      return grad_input;
+    }
+    at::native::resize_output(grad_input, input.sizes());
+    launch_pad_backward(grad_output, grad_input, padding, ND, Mode, name());
+    return grad_input;
+  }
+  static Tensor functional(const Tensor& grad_output, const Tensor& input, at::IntArrayRef padding) {
+    Tensor grad_input = at::empty(input.sizes(), grad_output.options());
+    out(grad_output, input, padding, grad_input);
+    return grad_input;
+  }
+};
+
 template <class Meta, int ND, nk_pad_mode Mode>
 struct PadOp : Meta {
   void impl(const Tensor& self, at::IntArrayRef padding, const Tensor& out) {
@@ -211,6 +273,18 @@ void register_pad(torch::Library& m, const char* functional, const char* out) {
   structured::Structured<Op, const Tensor&, at::IntArrayRef>::register_ops(m, functional, nullptr, out);
 }
 
+template <class Op>
+void register_pad_backward(torch::Library& m, const char* functional, const char* out) {
+  structured::Structured<Op, const Tensor&, const Tensor&, at::IntArrayRef>::register_ops(m, functional, nullptr, out);
+}
+
+template <int ND, nk_pad_mode Mode>
+void register_pad_backward_by_hand(torch::Library& m, const char* functional, const char* out) {
+  using B = PadBackward<ND, Mode>;
+  m.impl(functional, TORCH_FN(B::functional));
+  m.impl(out, TORCH_FN(B::out));
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -232,6 +306,18 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
       m, "replication_pad3d", "replication_pad3d.out");
   m.impl("reflection_pad2d", TORCH_FN(reflection_pad2d));
   m.impl("reflection_pad2d.out", TORCH_FN(reflection_pad2d_out));
+  register_pad_backward<PadBackwardOp<at::meta::structured_reflection_pad1d_backward, 1, NK_PAD_REFLECT>>(
+      m, "reflection_pad1d_backward", "reflection_pad1d_backward.grad_input");
+  register_pad_backward<PadBackwardOp<at::meta::structured_reflection_pad3d_backward, 3, NK_PAD_REFLECT>>(
+      m, "reflection_pad3d_backward", "reflection_pad3d_backward.grad_input");
+  register_pad_backward<PadBackwardOp<at::meta::structured_replication_pad1d_backward, 1, NK_PAD_REPLICATE>>(
+      m, "replication_pad1d_backward", "replication_pad1d_backward.grad_input");
+  register_pad_backward_by_hand<2, NK_PAD_REFLECT>(m, "reflection_pad2d_backward",
+                                                   "reflection_pad2d_backward.grad_input");
+  register_pad_backward_by_hand<2, NK_PAD_REPLICATE>(m, "replication_pad2d_backward",
+                                                     "replication_pad2d_backward.grad_input");
+  register_pad_backward_by_hand<3, NK_PAD_REPLICATE>(m, "replication_pad3d_backward",
+                                                     "replication_pad3d_backward.grad_input");
 }
 
 }  // namespace torchneuron

@@ -1,8 +1,7 @@
 // ops_random.cpp — uniform_, normal_, bernoulli_(float), random_ (all three
-// overloads), exponential_ and randperm on the neuron generator.  Other
-// random ops (bernoulli with a tensor p, multinomial, dropout) still fall
-// back, and the CPU fallback draws from the CPU generator: they come native
-// with the rest of the random family.
+// overloads), exponential_ and randperm on the neuron generator.  bernoulli
+// with a tensor p, multinomial and native_dropout live in ops_sort.cpp, on
+// the same generator.
 //
 // ATen's own DistributionTemplates.h does every check and range computation
 // (the same code CPU and CUDA run, so errors read the same); its kernel hook
@@ -139,9 +138,8 @@ at::Tensor& random_(at::Tensor& self, std::optional<at::Generator> gen) {
 }
 
 // randperm: a random 64-bit key per position from the neuron generator,
-// then a stable argsort of the keys.  Reproducible under the neuron seed;
-// the sort runs wherever argsort does (the CPU fallback until sort is
-// native), and it is deterministic, so that does not change the numbers.
+// then a stable argsort of the keys (native, ops_sort.cpp).  Reproducible
+// under the neuron seed.
 at::Tensor& randperm_out(int64_t n, std::optional<at::Generator> gen, at::Tensor& out) {
   TORCH_CHECK(n >= 0, "n must be non-negative, got", n);
   at::Tensor keys = empty_neuron({n}, at::kLong, out.device());

@@ -1,6 +1,6 @@
 // ops_sort.cpp — the sort family: sort (stable/unstable, descending; and so
-// argsort, msort), topk, searchsorted, bucketize, unique (_unique2, _unique,
-// unique_consecutive), multinomial, bernoulli_ with a tensor p,
+// argsort, msort), topk, kthvalue, median (all, and along a dim), mode, searchsorted, bucketize, unique (_unique2, _unique,
+// unique_consecutive, unique_dim, unique_dim_consecutive), multinomial, bernoulli_ with a tensor p,
 // native_dropout and native_dropout_backward.
 //
 // sort and topk are ATen structured ops: their meta functions (shape, dtype
@@ -21,11 +21,14 @@
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/BucketizationUtils.h>
 #include <ATen/native/DistributionTemplates.h>
+#include <ATen/native/ReduceOpsUtils.h>
 #include <ATen/native/Resize.h>
+#include <ATen/native/SortingUtils.h>
 #include <ATen/ops/sort_meta.h>
 #include <ATen/ops/topk_meta.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <tuple>
 
 #include "fallback.h"
@@ -55,7 +58,7 @@ void describe_or_fail(const at::TensorBase& t, nrt_operand* op, const char* what
 
 // values, indices <- the first k of each slice of self along dim, sorted.
 void launch_sort(const Tensor& self, const Tensor& values, const Tensor& indices, int64_t dim,
-                 bool descending, int64_t k, const char* name) {
+                 bool descending, int64_t k, const char* name, nk_sort_order order = NK_SORT_STABLE) {
   if (self.numel() == 0 || k == 0) return;
   Task task(NK_KERNEL_SORT, name, 3);
   describe_or_fail(values, task.operand(0), name);
@@ -65,22 +68,25 @@ void launch_sort(const Tensor& self, const Tensor& values, const Tensor& indices
   p->dim = static_cast<int32_t>(dim);
   p->descending = descending;
   p->k = k;
+  p->order = order;
   launch(self.device().index(), task);
 }
 
 // ---- sort -------------------------------------------------------------------
 
 struct SortOp : at::meta::structured_sort_stable {
-  void impl(const Tensor& self, std::optional<bool> /*stable*/, int64_t dim, bool descending,
+  void impl(const Tensor& self, std::optional<bool> stable, int64_t dim, bool descending,
             const Tensor& values, const Tensor& indices) {
-    // Always stable: equal keys keep their order, a valid unstable sort too.
+    // stable: equal keys keep their order; unstable: the CPU's std::sort
+    // order of equal keys (sort_keys.h), so results match the CPU's exactly.
     if (self.dim() == 0 && self.numel() == 1) {
       values.copy_(self);
       indices.zero_();
       return;
     }
     dim = at::maybe_wrap_dim(dim, self.dim());
-    launch_sort(self, values, indices, dim, descending, self.size(dim), "aten::sort");
+    launch_sort(self, values, indices, dim, descending, self.size(dim), "aten::sort",
+                stable.value_or(false) ? NK_SORT_STABLE : NK_SORT_CPU_SORT);
   }
 };
 
@@ -113,7 +119,7 @@ std::tuple<Tensor&, Tensor&> sort_values_stable(const Tensor& self, std::optiona
 // ---- topk -------------------------------------------------------------------
 
 struct TopkOp : at::meta::structured_topk {
-  void impl(const Tensor& self, int64_t k, int64_t dim_, bool largest, bool /*sorted*/,
+  void impl(const Tensor& self, int64_t k, int64_t dim_, bool largest, bool sorted,
             const Tensor& values, const Tensor& indices) {
     const int64_t dim = at::maybe_wrap_dim(dim_, self.dim(), /*wrap_scalar=*/true);
     TORCH_CHECK(k >= 0 && k <= (self.dim() > 0 ? self.size(dim) : 1), "selected index k out of range");
@@ -122,8 +128,9 @@ struct TopkOp : at::meta::structured_topk {
       indices.zero_();
       return;
     }
-    // Always sorted (a valid order for sorted=False); ties in index order.
-    launch_sort(self, values, indices, dim, largest, k, "aten::topk");
+    // The CPU's selection algorithms, so ties (and sorted=False) match it.
+    launch_sort(self, values, indices, dim, largest, k, "aten::topk",
+                sorted ? NK_SORT_CPU_TOPK : NK_SORT_CPU_TOPK_UNSORTED);
   }
 };
 
@@ -149,6 +156,116 @@ std::tuple<Tensor&, Tensor&> topk_values(const Tensor& self, int64_t k, int64_t 
   op.impl(self, k, dim, largest, sorted, op.output(0), op.output(1));
   op.copy_back();
   return {values, indices};
+}
+
+// ---- kthvalue / median ----------------------------------------------------------
+
+// ATen's kthvalue_out_impl_cpu: its checks and output shapes; the kernel
+// replays the CPU's quickselect, so a tie yields the CPU's index.
+std::tuple<Tensor&, Tensor&> kthvalue_values(const Tensor& self, int64_t k, int64_t dim_, bool keepdim,
+                                             Tensor& values, Tensor& indices) {
+  if (!is_native_dtype(self.scalar_type()) || !is_native_dtype(values.scalar_type())) {
+    fallback_stack("aten::kthvalue", "values", {self, k, dim_, keepdim, values, indices});
+    return {values, indices};
+  }
+  const int64_t dim = at::maybe_wrap_dim(dim_, self.dim(), /*wrap_scalar=*/true);
+  const int64_t slicesize = self.dim() == 0 ? 1 : self.size(dim);
+  at::native::zero_numel_check_dims(self, dim, "kthvalue()");
+  TORCH_CHECK(k >= 1 && k <= slicesize, "kthvalue(): selected number k out of range for dimension ", dim);
+  at::assert_no_overlap(self, values);
+  at::native::_reduction_with_indices_allocate_or_resize_output(values, indices, self, dim_, keepdim);
+  if (self.dim() == 0 && self.numel() == 1) {
+    values.copy_(self);
+    indices.zero_();
+    return {values, indices};
+  }
+  // values/indices have keepdim's shape here, as in ATen
+  launch_sort(self, values, indices, dim, false, k, "aten::kthvalue", NK_SORT_CPU_KTH);
+  if (!keepdim) {
+    values.squeeze_(dim);
+    indices.squeeze_(dim);
+  }
+  return {values, indices};
+}
+
+// ATen's median_with_indices_impl (ignore_nan = false): the lower median,
+// ties broken by index; a slice with a NaN gives its first NaN.
+std::tuple<Tensor&, Tensor&> median_dim_values(const Tensor& self, int64_t dim, bool keepdim,
+                                               Tensor& values, Tensor& indices) {
+  if (!is_native_dtype(self.scalar_type()) || !is_native_dtype(values.scalar_type())) {
+    fallback_stack("aten::median", "dim_values", {self, dim, keepdim, values, indices});
+    return {values, indices};
+  }
+  dim = at::maybe_wrap_dim(dim, self.dim());
+  at::native::zero_numel_check_dims(self, dim, "median()");
+  at::checkDeviceType("median", {values, indices}, self.device().type());
+  at::checkScalarType("median", {indices, "indices", 1}, at::kLong);
+  at::checkSameType("median", {values, "values", 0}, {self, "self", 2});
+  std::vector<int64_t> out_shape = self.sizes().vec();
+  if (self.dim() > 0) {
+    if (keepdim) {
+      out_shape[dim] = 1;
+    } else {
+      out_shape.erase(out_shape.begin() + dim);
+    }
+  }
+  at::native::resize_output(values, out_shape);
+  at::native::resize_output(indices, out_shape);
+  const Tensor in = self.dim() > 0 ? self : self.unsqueeze(0);
+  const Tensor v = keepdim && self.dim() > 0 ? values : values.unsqueeze(dim);
+  const Tensor i = keepdim && self.dim() > 0 ? indices : indices.unsqueeze(dim);
+  launch_sort(in, v, i, dim, false, 1, "aten::median", NK_SORT_MEDIAN);
+  return {values, indices};
+}
+
+// ATen's mode_out (whose device check admits only CPU/CUDA/XPU) and its CPU
+// kernel's output handling; the kernel replays the CPU's std::sort, so the
+// reported index matches the CPU's.
+std::tuple<Tensor&, Tensor&> mode_values(const Tensor& self, int64_t dim, bool keepdim, Tensor& values,
+                                         Tensor& indices) {
+  TORCH_CHECK(self.layout() == at::Layout::Strided, "mode only supports strided layout, got: ", self.layout());
+  TORCH_CHECK(self.device() == values.device(), "expected device '", self.device(), "' but got '",
+              values.device(), "' for values output");
+  TORCH_CHECK(self.device() == indices.device(), "expected device '", self.device(), "' but got '",
+              indices.device(), "' for indices output");
+  TORCH_CHECK(self.scalar_type() == values.scalar_type(), "expected scalar type '", self.scalar_type(),
+              "' but got '", values.scalar_type(), "' for values output");
+  TORCH_CHECK(indices.scalar_type() == at::ScalarType::Long, "expected scalar type '", at::ScalarType::Long,
+              "' but got '", indices.scalar_type(), "' for indices output");
+  dim = at::maybe_wrap_dim(dim, self.dim());
+  if (at::native::_dimreduce_return_trivial_no_ident(values, self, dim, keepdim, "mode")) {
+    indices.resize_({}).fill_(0);
+    return {values, indices};
+  }
+  if (!is_native_dtype(self.scalar_type())) {
+    fallback_stack("aten::mode", "values", {self, dim, keepdim, values, indices});
+    return {values, indices};
+  }
+  at::native::_reduction_with_indices_allocate_or_resize_output(values, indices, self, dim, keepdim);
+  launch_sort(self, values, indices, at::maybe_wrap_dim(dim, self.dim()), false, 1, "aten::mode",
+              NK_SORT_CPU_MODE);
+  if (!keepdim) {
+    values.squeeze_(dim);
+    indices.squeeze_(dim);
+  }
+  return {values, indices};
+}
+
+std::tuple<Tensor, Tensor> mode(const Tensor& self, int64_t dim, bool keepdim) {
+  Tensor values = at::empty({0}, self.options());
+  Tensor indices = at::empty({0}, self.options().dtype(at::kLong));
+  mode_values(self, dim, keepdim, values, indices);
+  return {values, indices};
+}
+
+// median() of all elements: the value only (NaN for an empty tensor).
+Tensor median(const Tensor& self) {
+  if (!is_native_dtype(self.scalar_type())) return run_on_cpu("aten::median", "", {self}).toTensor();
+  Tensor out = at::empty({}, self.options());
+  if (self.numel() <= 0) return out.fill_(NAN);
+  Tensor idx = at::empty({}, self.options().dtype(at::kLong));
+  launch_sort(self.reshape({-1}), out.view({1}), idx.view({1}), 0, false, 1, "aten::median", NK_SORT_MEDIAN);
+  return out;
 }
 
 // ---- searchsorted / bucketize ----------------------------------------------
@@ -285,9 +402,65 @@ std::tuple<Tensor, Tensor> unique(const Tensor& self, bool sorted, bool return_i
   return {u, inv};
 }
 
+// unique along dim (ATen's _unique_dim_cpu_template): the slices along dim
+// as rows of a matrix; unique rows, sorted lexicographically unless
+// consecutive.  inverse and counts are always returned, as on the CPU.
+std::tuple<Tensor, Tensor, Tensor> unique_dim_impl(const Tensor& self, int64_t dim, bool consecutive) {
+  dim = at::maybe_wrap_dim(dim, self.dim());
+  const auto long_opts = self.options().dtype(at::kLong);
+  auto sizes = self.sizes().vec();
+  const auto num_zero_dims = std::count(sizes.begin(), sizes.end(), 0);
+  if (self.size(dim) == 0) {
+    TORCH_CHECK(num_zero_dims == 1,
+                "Number of zero sized dimensions is more than one, so unique cannot be applied ");
+    return {at::empty(sizes, self.options()), at::empty({0}, long_opts), at::empty({0}, long_opts)};
+  }
+  TORCH_CHECK(num_zero_dims == 0,
+              "There are 0 sized dimensions, and they aren't selected, so unique cannot be applied");
+  Tensor moved = self.movedim(dim, 0);
+  auto orig_sizes = moved.sizes().vec();
+  const Tensor rows = moved.reshape({moved.size(0), -1});
+  const int64_t n = rows.size(0), m = rows.size(1);
+  Tensor uniq = at::empty({n, m}, self.options());
+  Tensor inverse = at::empty({n}, long_opts);
+  Tensor counts = at::empty({n}, long_opts);
+  Tensor num = at::empty({}, long_opts);
+  Task task(NK_KERNEL_UNIQUE_ROWS, "aten::unique_dim", 5);
+  describe_or_fail(uniq, task.operand(0), "unique_dim");
+  describe_or_fail(inverse, task.operand(1), "unique_dim");
+  describe_or_fail(counts, task.operand(2), "unique_dim");
+  describe_or_fail(num, task.operand(3), "unique_dim");
+  describe_or_fail(rows, task.operand(4), "unique_dim");
+  task.params<nk_unique_rows_params>()->sort = !consecutive;
+  launch(self.device().index(), task);
+  const int64_t runs = num.item<int64_t>();
+  orig_sizes[0] = runs;
+  Tensor output = uniq.narrow(0, 0, runs).view(orig_sizes).movedim(0, dim);
+  return {output, inverse, counts.narrow(0, 0, runs)};
+}
+
+std::tuple<Tensor, Tensor, Tensor> unique_dim(const Tensor& self, int64_t dim, bool sorted,
+                                              bool return_inverse, bool return_counts) {
+  if (!is_native_dtype(self.scalar_type())) {
+    auto s = fallback_stack("aten::unique_dim", "", {self, dim, sorted, return_inverse, return_counts});
+    return {s[0].toTensor(), s[1].toTensor(), s[2].toTensor()};
+  }
+  return unique_dim_impl(self, dim, false);
+}
+
+std::tuple<Tensor, Tensor, Tensor> unique_dim_consecutive(const Tensor& self, int64_t dim,
+                                                          bool return_inverse, bool return_counts) {
+  if (!is_native_dtype(self.scalar_type())) {
+    auto s = fallback_stack("aten::unique_dim_consecutive", "", {self, dim, return_inverse, return_counts});
+    return {s[0].toTensor(), s[1].toTensor(), s[2].toTensor()};
+  }
+  return unique_dim_impl(self, dim, true);
+}
+
 std::tuple<Tensor, Tensor, Tensor> unique_consecutive(const Tensor& self, bool return_inverse,
                                                       bool return_counts, std::optional<int64_t> dim) {
   const bool flat_case = !dim.has_value() || (dim.value() == 0 && self.dim() == 1);
+  if (!flat_case && is_native_dtype(self.scalar_type())) return unique_dim_impl(self, *dim, true);
   if (!flat_case || !is_native_dtype(self.scalar_type())) {
     auto s = fallback_stack("aten::unique_consecutive", "", {self, return_inverse, return_counts, dim});
     return {s[0].toTensor(), s[1].toTensor(), s[2].toTensor()};
@@ -403,6 +576,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("sort.values_stable", TORCH_FN(sort_values_stable));
   m.impl("topk", TORCH_FN(topk));
   m.impl("topk.values", TORCH_FN(topk_values));
+  m.impl("kthvalue.values", TORCH_FN(kthvalue_values));
+  m.impl("median.dim_values", TORCH_FN(median_dim_values));
+  m.impl("median", TORCH_FN(median));
+  m.impl("mode", TORCH_FN(mode));
+  m.impl("mode.values", TORCH_FN(mode_values));
   m.impl("searchsorted.Tensor", TORCH_FN(searchsorted_tensor));
   m.impl("searchsorted.Tensor_out", TORCH_FN(searchsorted_out));
   m.impl("searchsorted.Scalar", TORCH_FN(searchsorted_scalar));
@@ -412,6 +590,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_unique2", TORCH_FN(unique2));
   m.impl("_unique", TORCH_FN(unique));
   m.impl("unique_consecutive", TORCH_FN(unique_consecutive));
+  m.impl("unique_dim", TORCH_FN(unique_dim));
+  m.impl("unique_dim_consecutive", TORCH_FN(unique_dim_consecutive));
   m.impl("bernoulli_.Tensor", TORCH_FN(bernoulli_tensor_));
   m.impl("bernoulli.out", TORCH_FN(bernoulli_out));
   m.impl("multinomial", TORCH_FN(multinomial));
