@@ -123,8 +123,8 @@ def test_autograd(native):
     x, w = rand(8, 16, gen=g), rand(4, 16, gen=g)
     grads = []
     for device in ("cpu", "neuron"):
-        xd = x.to(device).requires_grad_()
-        wd = w.to(device).requires_grad_()
+        xd = x.detach().to(device).requires_grad_()
+        wd = w.detach().to(device).requires_grad_()
         y = torch.nn.functional.linear(xd, wd)
         (y * y).sum().backward()
         grads.append((xd.grad, wd.grad))
