@@ -14,7 +14,10 @@ NK_INLINE PW_T PW_FN(const pw_plan *p, nk_pointwise_op op, PW_T a, PW_T b, PW_T 
     return m != 0 && (b < 0) != (m < 0) ? m + b : m;
   }
   case NK_PW_FMOD: return fmod(a, b);
-  case NK_PW_DIV_TRUNC: return trunc(a / b);
+  case NK_PW_DIV_TRUNC: /* ATen's CPU rounds a 16-bit quotient before truncating */
+    if (p->compute == NRT_FLOAT16 || p->compute == NRT_BFLOAT16)
+      return trunc((PW_T)nk_round_f32(p->compute, (float)(a / b)));
+    return trunc(a / b);
   case NK_PW_DIV_FLOOR: { /* c10::div_floor_floating */
     if (b == 0) return a / b;
     PW_T m = fmod(a, b), d = (a - m) / b;

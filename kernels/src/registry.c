@@ -54,7 +54,8 @@ nrt_status nk_register_kernels(void) {
 }
 
 /* Every kernel's params fit in nrt_task.params. */
-#define NK_PARAMS_FIT(type) _Static_assert(sizeof(type) <= NRT_PARAM_BYTES, #type " fits in nrt_task.params")
+#define NK_PARAMS_FIT(type) \
+  _Static_assert(sizeof(type) <= NRT_PARAM_BYTES, #type " fits in nrt_task.params")
 NK_PARAMS_FIT(nk_fill_params);
 NK_PARAMS_FIT(nk_arange_params);
 NK_PARAMS_FIT(nk_linspace_params);
@@ -62,63 +63,17 @@ NK_PARAMS_FIT(nk_binary_params);
 NK_PARAMS_FIT(nk_random_params);
 NK_PARAMS_FIT(nk_gemm_params);
 NK_PARAMS_FIT(nk_pointwise_params);
-
-/* Every kernel's params fit in nrt_task.params. */
-#define NK_PARAMS_FIT(type) _Static_assert(sizeof(type) <= NRT_PARAM_BYTES, #type " fits in nrt_task.params")
-NK_PARAMS_FIT(nk_fill_params);
-NK_PARAMS_FIT(nk_arange_params);
-NK_PARAMS_FIT(nk_linspace_params);
-NK_PARAMS_FIT(nk_binary_params);
-NK_PARAMS_FIT(nk_random_params);
 NK_PARAMS_FIT(nk_unary_params);
-
-/* Every kernel's params fit in nrt_task.params. */
-#define NK_PARAMS_FIT(type) _Static_assert(sizeof(type) <= NRT_PARAM_BYTES, #type " fits in nrt_task.params")
-NK_PARAMS_FIT(nk_fill_params);
-NK_PARAMS_FIT(nk_arange_params);
-NK_PARAMS_FIT(nk_linspace_params);
-NK_PARAMS_FIT(nk_binary_params);
-NK_PARAMS_FIT(nk_random_params);
 NK_PARAMS_FIT(nk_reduce_params);
 NK_PARAMS_FIT(nk_scan_params);
 NK_PARAMS_FIT(nk_softmax_params);
-
-/* Every kernel's params fit in nrt_task.params. */
-#define NK_PARAMS_FIT(type) _Static_assert(sizeof(type) <= NRT_PARAM_BYTES, #type " fits in nrt_task.params")
-NK_PARAMS_FIT(nk_fill_params);
-NK_PARAMS_FIT(nk_arange_params);
-NK_PARAMS_FIT(nk_linspace_params);
-NK_PARAMS_FIT(nk_binary_params);
-NK_PARAMS_FIT(nk_random_params);
 NK_PARAMS_FIT(nk_gather_scatter_params);
 NK_PARAMS_FIT(nk_index_params);
 NK_PARAMS_FIT(nk_masked_params);
-
-/* Every kernel's params fit in nrt_task.params. */
-#define NK_PARAMS_FIT(type) _Static_assert(sizeof(type) <= NRT_PARAM_BYTES, #type " fits in nrt_task.params")
-NK_PARAMS_FIT(nk_fill_params);
-NK_PARAMS_FIT(nk_arange_params);
-NK_PARAMS_FIT(nk_linspace_params);
-NK_PARAMS_FIT(nk_binary_params);
-NK_PARAMS_FIT(nk_random_params);
 NK_PARAMS_FIT(nk_sort_params);
 NK_PARAMS_FIT(nk_searchsorted_params);
 NK_PARAMS_FIT(nk_philox_params);
 NK_PARAMS_FIT(nk_multinomial_params);
 NK_PARAMS_FIT(nk_triangle_params);
 NK_PARAMS_FIT(nk_pad_params);
-
-/* Every kernel's params fit in nrt_task.params. */
-#define NK_PARAMS_FIT(type) _Static_assert(sizeof(type) <= NRT_PARAM_BYTES, #type " fits in nrt_task.params")
-NK_PARAMS_FIT(nk_fill_params);
-NK_PARAMS_FIT(nk_arange_params);
-NK_PARAMS_FIT(nk_linspace_params);
-NK_PARAMS_FIT(nk_binary_params);
-NK_PARAMS_FIT(nk_random_params);
-NK_PARAMS_FIT(nk_sort_params);
-NK_PARAMS_FIT(nk_searchsorted_params);
-NK_PARAMS_FIT(nk_philox_params);
-NK_PARAMS_FIT(nk_multinomial_params);
 NK_PARAMS_FIT(nk_unique_rows_params);
-NK_PARAMS_FIT(nk_triangle_params);
-NK_PARAMS_FIT(nk_pad_params);
