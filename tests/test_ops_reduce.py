@@ -437,3 +437,13 @@ def test_non_native_dtypes_fall_back():
         same(dev.sum(1), cpu.sum(1))
         same(dev.prod(), cpu.prod())
         same(torch.var(dev, 1), torch.var(cpu, 1))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.int32, torch.uint8])
+def test_trace_matches_cpu(native, dtype):
+    x = (torch.arange(20) % 7).reshape(4, 5).to(dtype)
+    views = [lambda t: t, lambda t: t.t(), lambda t: t[::2, 1:]]
+    for view in views:
+        torch.testing.assert_close(torch.trace(view(x.to("neuron"))).cpu(), torch.trace(view(x)))
+    with pytest.raises(RuntimeError, match="expected a matrix"):
+        torch.trace(torch.ones(3, device="neuron"))

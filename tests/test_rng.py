@@ -137,3 +137,33 @@ def test_numbers_do_not_depend_on_thread_count():
     one = check_python(code, env={"TORCHNEURON_NUM_THREADS": "1"})
     two = check_python(code, env={"TORCHNEURON_NUM_THREADS": "2"})
     assert one == two
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+def test_derived_distributions_native_seeded_and_plausible(native, dtype):
+    """cauchy_, log_normal_ and geometric_ (ops_random.cpp): native,
+    reproducible for a seed, and distributed as their parameters say."""
+    n = 200_000
+    def draw(seed, method, *args):
+        torch.manual_seed(seed)
+        return getattr(torch.empty(n, device="neuron", dtype=dtype), method)(*args)
+    for method, args in [("cauchy_", (1.0, 2.0)), ("log_normal_", (0.5, 0.25)), ("geometric_", (0.25,))]:
+        assert torch.equal(draw(7, method, *args), draw(7, method, *args))
+        assert not torch.equal(draw(7, method, *args), draw(8, method, *args))
+    c = draw(1, "cauchy_", 1.0, 2.0).cpu().double()
+    assert abs(c.median().item() - 1.0) < 0.05                     # median = location
+    assert abs((c - 1).abs().median().item() - 2.0) < 0.1          # median |x - m| = scale
+    log = draw(2, "log_normal_", 0.5, 0.25).cpu().double().log()
+    assert abs(log.mean().item() - 0.5) < 0.02 and abs(log.std().item() - 0.25) < 0.02
+    g = draw(3, "geometric_", 0.25).cpu().double()
+    assert g.min().item() == 1 and torch.equal(g, g.round())
+    assert abs(g.mean().item() - 4.0) < 0.1                        # mean = 1 / p
+
+
+def test_derived_distributions_check_like_cpu():
+    for method, args in [("cauchy_", (0.0, -1.0)), ("log_normal_", (0.0, 0.0)), ("geometric_", (1.5,))]:
+        with pytest.raises(RuntimeError) as cpu_err:
+            getattr(torch.empty(3), method)(*args)
+        with pytest.raises(RuntimeError) as dev_err:
+            getattr(torch.empty(3, device="neuron"), method)(*args)
+        assert str(dev_err.value).split("\n")[0] == str(cpu_err.value).split("\n")[0]

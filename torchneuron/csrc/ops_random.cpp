@@ -1,5 +1,6 @@
 // ops_random.cpp — uniform_, normal_, bernoulli_(float), random_ (all three
-// overloads), exponential_ and randperm on the neuron generator.  bernoulli
+// overloads), exponential_, cauchy_, log_normal_, geometric_ and randperm on
+// the neuron generator.  bernoulli
 // with a tensor p, multinomial and native_dropout live in ops_sort.cpp, on
 // the same generator.
 //
@@ -10,6 +11,7 @@
 // 4 * numel Philox words per launch (one block per element), so the numbers
 // depend on the seed and the sequence of calls only.
 #include <ATen/native/DistributionTemplates.h>
+#include <c10/util/MathConstants.h>
 #include <torch/library.h>
 
 #include "generator.h"
@@ -111,6 +113,49 @@ struct RandomStub {
   }
 };
 
+// Distributions ATen derives from one uniform or normal sample by a
+// formula (cauchy, log-normal, geometric): the sample is drawn in float64
+// under the same counter scheme, the formula runs as native ops on the
+// device, and the result is cast into self once (16-bit and integer outputs
+// round once, as ATen's CPU casts its float/double result).
+template <class Formula>
+void derived(const at::TensorBase& self, nk_random_params base,
+             const std::optional<at::Generator>& gen, Formula formula) {
+  at::Tensor x = empty_neuron(self.sizes(), at::kDouble, self.device());
+  launch_random(x, base, gen);
+  at::Tensor(self).copy_(formula(x));
+}
+
+template <typename RNG>
+struct CauchyStub {
+  void operator()(at::TensorIteratorBase& iter, double median, double sigma,
+                  std::optional<at::Generator> gen) {
+    derived(iter.tensor_base(0), dist(NK_DIST_UNIFORM, 0, 1), gen, [&](at::Tensor u) {
+      return u.sub_(0.5).mul_(c10::pi<double>).tan_().mul_(sigma).add_(median);
+    });
+  }
+};
+
+template <typename RNG>
+struct LogNormalStub {
+  void operator()(at::TensorIteratorBase& iter, double mean, double std,
+                  std::optional<at::Generator> gen) {
+    derived(iter.tensor_base(0), dist(NK_DIST_NORMAL, mean, std), gen,
+            [](at::Tensor x) { return x.exp_(); });
+  }
+};
+
+template <typename RNG>
+struct GeometricStub {
+  void operator()(at::TensorIteratorBase& iter, double p, std::optional<at::Generator> gen) {
+    // number of Bernoulli(p) trials up to the first success: ceil(log(v) /
+    // log1p(-p)) for v uniform in (0, 1]
+    derived(iter.tensor_base(0), dist(NK_DIST_UNIFORM, 0, 1), gen, [&](at::Tensor u) {
+      return u.neg_().add_(1).log_().div_(std::log1p(-p)).ceil_();
+    });
+  }
+};
+
 using namespace at::native::templates;
 using Gen = NeuronGeneratorImpl;
 
@@ -125,6 +170,15 @@ at::Tensor& bernoulli_(at::Tensor& self, double p, std::optional<at::Generator> 
 }
 at::Tensor& exponential_(at::Tensor& self, double lambda, std::optional<at::Generator> gen) {
   return exponential_impl_<ExponentialStub, Gen>(self, lambda, gen);
+}
+at::Tensor& cauchy_(at::Tensor& self, double median, double sigma, std::optional<at::Generator> gen) {
+  return cauchy_impl_<CauchyStub, Gen>(self, median, sigma, gen);
+}
+at::Tensor& log_normal_(at::Tensor& self, double mean, double std, std::optional<at::Generator> gen) {
+  return log_normal_impl_<LogNormalStub, Gen>(self, mean, std, gen);
+}
+at::Tensor& geometric_(at::Tensor& self, double p, std::optional<at::Generator> gen) {
+  return geometric_impl_<GeometricStub, Gen>(self, p, gen);
 }
 at::Tensor& random_from_(at::Tensor& self, int64_t from, std::optional<int64_t> to,
                          std::optional<at::Generator> gen) {
@@ -157,6 +211,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("normal_", TORCH_FN(normal_));
   m.impl("bernoulli_.float", TORCH_FN(bernoulli_));
   m.impl("exponential_", TORCH_FN(exponential_));
+  m.impl("cauchy_", TORCH_FN(cauchy_));
+  m.impl("log_normal_", TORCH_FN(log_normal_));
+  m.impl("geometric_", TORCH_FN(geometric_));
   m.impl("random_.from", TORCH_FN(random_from_));
   m.impl("random_.to", TORCH_FN(random_to_));
   m.impl("random_", TORCH_FN(random_));

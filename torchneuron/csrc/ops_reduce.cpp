@@ -549,6 +549,15 @@ Tensor& norm_dim_dtype_out(const Tensor& self, const std::optional<c10::Scalar>&
   return out;
 }
 
+// trace: the sum of the diagonal view (cuda's trace_cuda), with the CPU's
+// checks; integer inputs sum to int64 as sum does.
+at::Tensor trace(const at::Tensor& self) {
+  TORCH_CHECK(self.dim() == 2, "trace: expected a matrix, but got tensor with dim ", self.dim());
+  TORCH_CHECK_NOT_IMPLEMENTED(self.scalar_type() != at::kBool, "\"trace\" not implemented for 'Bool'");
+  if (!is_native_dtype(self.scalar_type())) return run_on_cpu("aten::trace", "", {self}).toTensor();
+  return self.diagonal().sum();
+}
+
 using structured::Structured;
 using OptDims = at::OptionalIntArrayRef;
 using OptDtype = std::optional<c10::ScalarType>;
@@ -629,6 +638,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_cummax_helper", TORCH_FN(cummax_helper));
   m.impl("_cummin_helper", TORCH_FN(cummin_helper));
   m.impl("_logcumsumexp", TORCH_FN(logcumsumexp));
+  m.impl("trace", TORCH_FN(trace));
   m.impl("_logcumsumexp.out", TORCH_FN(logcumsumexp_out));
 }
 
