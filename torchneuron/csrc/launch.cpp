@@ -37,6 +37,11 @@ bool describe(const at::TensorBase& t, nrt_operand* out) {
   return true;
 }
 
+void describe_or_fail(const at::TensorBase& t, nrt_operand* out, const char* what) {
+  TORCH_CHECK(describe(t, out), what, " on neuron: tensor of dtype ", t.scalar_type(), " with ",
+              t.dim(), " dims is not supported (at most ", NRT_MAX_DIMS, ")");
+}
+
 void describe_flat(const at::TensorBase& t, nrt_dtype dtype, nrt_operand* out) {
   out->data = const_cast<void*>(t.const_data_ptr());
   out->dtype = dtype;

@@ -59,6 +59,9 @@ nrt_dtype native_dtype(c10::ScalarType t);
 
 // t as a strided operand of its own dtype.  False when not native.
 bool describe(const at::TensorBase& t, nrt_operand* out);
+// describe(), raising for a tensor the device cannot take (for the ops
+// whose callers checked the dtype already): "<what> on neuron: ...".
+void describe_or_fail(const at::TensorBase& t, nrt_operand* out, const char* what);
 // A contiguous t as a 1-d operand of numel elements (the fast paths).
 void describe_flat(const at::TensorBase& t, nrt_dtype dtype, nrt_operand* out);
 // Operand `arg` of a built TensorIterator (its shape, that operand's strides

@@ -554,40 +554,6 @@ at::Tensor take(const at::Tensor& self, const at::Tensor& index) {
   return at::native::take(self, index);
 }
 
-at::Tensor& take_out(const at::Tensor& self, const at::Tensor& index, at::Tensor& out) {
-  if (!is_native_dtype(self.scalar_type()) || !is_native_dtype(out.scalar_type())) {
-    run_on_cpu("aten::take", "out", {self, index, out});
-    return out;
-  }
-  return at::native::take_out(self, index, out);
-}
-
-at::Tensor& put_(at::Tensor& self, const at::Tensor& index, const at::Tensor& source, bool accumulate) {
-  if (!is_native_dtype(self.scalar_type()) || !is_native_dtype(source.scalar_type())) {
-    run_on_cpu("aten::put_", "", {self, index, source, accumulate});
-    return self;
-  }
-  return at::native::put_(self, index, source, accumulate);
-}
-
-at::Tensor& index_fill_scalar(at::Tensor& self, int64_t dim, const at::Tensor& index,
-                              const c10::Scalar& value) {
-  if (!is_native_dtype(self.scalar_type())) {
-    run_on_cpu("aten::index_fill_", "int_Scalar", {self, dim, index, value});
-    return self;
-  }
-  return at::native::index_fill_(self, dim, index, value);
-}
-
-at::Tensor& index_fill_tensor(at::Tensor& self, int64_t dim, const at::Tensor& index,
-                              const at::Tensor& value) {
-  if (!is_native_dtype(self.scalar_type())) {
-    run_on_cpu("aten::index_fill_", "int_Tensor", {self, dim, index, value});
-    return self;
-  }
-  return at::native::index_fill_(self, dim, index, value);
-}
-
 // ---- index_select ------------------------------------------------------------
 
 at::Tensor& index_select_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
@@ -860,10 +826,13 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("index.Tensor_out", TORCH_FN(index_tensor_out));
   m.impl("_index_put_impl_", TORCH_FN(index_put_impl));
   m.impl("take", TORCH_FN(take));
-  m.impl("take.out", TORCH_FN(take_out));
-  m.impl("put_", TORCH_FN(put_));
-  m.impl("index_fill_.int_Scalar", TORCH_FN(index_fill_scalar));
-  m.impl("index_fill_.int_Tensor", TORCH_FN(index_fill_tensor));
+  using structured::Shared;
+  using IndexFillScalar = at::Tensor& (*)(at::Tensor&, int64_t, const at::Tensor&, const c10::Scalar&);
+  using IndexFillTensor = at::Tensor& (*)(at::Tensor&, int64_t, const at::Tensor&, const at::Tensor&);
+  Shared<at::native::take_out>::register_op(m, "take.out");
+  Shared<at::native::put_>::register_op(m, "put_");
+  Shared<static_cast<IndexFillScalar>(at::native::index_fill_)>::register_op(m, "index_fill_.int_Scalar");
+  Shared<static_cast<IndexFillTensor>(at::native::index_fill_)>::register_op(m, "index_fill_.int_Tensor");
   m.impl("index_select", TORCH_FN(index_select));
   m.impl("index_select.out", TORCH_FN(index_select_out));
   m.impl("embedding_dense_backward", TORCH_FN(embedding_dense_backward));

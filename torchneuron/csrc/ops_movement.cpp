@@ -44,10 +44,6 @@ using at::Tensor;
 using structured::Functional;
 using structured::Out;
 
-void describe_or_fail(const at::TensorBase& t, nrt_operand* op, const char* what) {
-  TORCH_CHECK(describe(t, op), what, " on neuron: tensor of dtype ", t.scalar_type(), " with ",
-              t.dim(), " dims is not supported (at most ", NRT_MAX_DIMS, ")");
-}
 
 // ---- cat ----------------------------------------------------------------------
 
@@ -147,40 +143,28 @@ struct TriangleOp : std::conditional_t<Upper, at::meta::structured_triu, at::met
 
 // ---- pads -----------------------------------------------------------------------
 
-// out <- pad of self over its last nd dims; padding as ATen gives it (last
-// dim first: left, right, top, bottom, front, back).
-void launch_pad(const Tensor& self, const Tensor& out, at::IntArrayRef padding, int nd,
-                nk_pad_mode mode, const char* name) {
+// NK_KERNEL_PAD: out <- pad of self over its last nd dims;
+// NK_KERNEL_PAD_BACKWARD: out (grad_input, overwritten) <- the pad's
+// backward of self (grad_output).  padding as ATen gives it (last dim first:
+// left, right, top, bottom, front, back).
+void launch_pad(nk_kernel_id kernel, const Tensor& self, const Tensor& out, at::IntArrayRef padding,
+                int nd, nk_pad_mode mode, const char* name) {
   if (out.numel() == 0) return;
-  Task task(NK_KERNEL_PAD, name, 2);
+  Task task(kernel, name, 2);
   describe_or_fail(out, task.operand(0), name);
   describe_or_fail(self, task.operand(1), name);
   auto* p = task.params<nk_pad_params>();
   p->mode = mode;
   p->nd = nd;
   for (int i = 0; i < nd; ++i) p->before[i] = padding[2 * (nd - 1 - i)];
-  launch(self.device().index(), task);
-}
-
-// grad_input <- the pad's backward (grad_input is overwritten).
-void launch_pad_backward(const Tensor& grad_output, const Tensor& grad_input, at::IntArrayRef padding,
-                         int nd, nk_pad_mode mode, const char* name) {
-  if (grad_input.numel() == 0) return;
-  Task task(NK_KERNEL_PAD_BACKWARD, name, 2);
-  describe_or_fail(grad_input, task.operand(0), name);
-  describe_or_fail(grad_output, task.operand(1), name);
-  auto* p = task.params<nk_pad_params>();
-  p->mode = mode;
-  p->nd = nd;
-  for (int i = 0; i < nd; ++i) p->before[i] = padding[2 * (nd - 1 - i)];
-  launch(grad_input.device().index(), task);
+  launch(out.device().index(), task);
 }
 
 template <class Meta, int ND, nk_pad_mode Mode>
 struct PadBackwardOp : Meta {
   void impl(const Tensor& grad_output, const Tensor& /*self*/, at::IntArrayRef padding,
             const Tensor& grad_input) {
-    launch_pad_backward(grad_output, grad_input, padding, ND, Mode,
+    launch_pad(NK_KERNEL_PAD_BACKWARD, grad_output, grad_input, padding, ND, Mode,
                         Mode == NK_PAD_REFLECT ? "aten::reflection_pad_backward" : "aten::replication_pad_backward");
   }
 };
@@ -211,7 +195,7 @@ struct PadBackward {
       return grad_input;
     }
     at::native::resize_output(grad_input, input.sizes());
-    launch_pad_backward(grad_output, grad_input, padding, ND, Mode, name());
+    launch_pad(NK_KERNEL_PAD_BACKWARD, grad_output, grad_input, padding, ND, Mode, name());
     return grad_input;
   }
   static Tensor functional(const Tensor& grad_output, const Tensor& input, at::IntArrayRef padding) {
@@ -224,7 +208,7 @@ struct PadBackward {
 template <class Meta, int ND, nk_pad_mode Mode>
 struct PadOp : Meta {
   void impl(const Tensor& self, at::IntArrayRef padding, const Tensor& out) {
-    launch_pad(self, out, padding, ND, Mode, Mode == NK_PAD_REFLECT ? "aten::reflection_pad" : "aten::replication_pad");
+    launch_pad(NK_KERNEL_PAD, self, out, padding, ND, Mode, Mode == NK_PAD_REFLECT ? "aten::reflection_pad" : "aten::replication_pad");
   }
 };
 
@@ -258,7 +242,7 @@ Tensor& reflection_pad2d_out(const Tensor& input, at::IntArrayRef padding, Tenso
   } else {
     at::native::resize_output(output, {input.size(0), nplane, output_h, output_w});
   }
-  launch_pad(input, output, padding, 2, NK_PAD_REFLECT, "aten::reflection_pad2d");
+  launch_pad(NK_KERNEL_PAD, input, output, padding, 2, NK_PAD_REFLECT, "aten::reflection_pad2d");
   return output;
 }
 

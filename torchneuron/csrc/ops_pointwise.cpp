@@ -244,36 +244,7 @@ void div_true_stub(at::TensorIteratorBase& iter) {
   launch(iter.device(0).index(), task);
 }
 
-// ---- shared CPU/CUDA functions behind a native-dtype check -----------------
-
-// Fn registered for one schema; a call with a tensor of a dtype the device
-// lacks runs on the CPU instead.  Result: which argument a Tensor& result
-// is (0: self for in-place, -1: the last, out=); functional ops return the
-// CPU result.
-template <auto Fn, int Result, class = decltype(Fn)>
-struct Guarded;
-template <auto Fn, int Result, class R, class... Args>
-struct Guarded<Fn, Result, R (*)(Args...)> {
-  static R call(Args... args) {
-    if (structured::all_native(args...)) return Fn(args...);
-    c10::IValue r = run_on_cpu(name->name.c_str(), name->overload.c_str(), {args...});
-    if constexpr (std::is_reference_v<R>) {
-      auto refs = std::forward_as_tuple(args...);
-      if constexpr (Result == 0) {
-        return std::get<0>(refs);
-      } else {
-        return std::get<sizeof...(Args) - 1>(refs);
-      }
-    } else {
-      return r.toTensor();
-    }
-  }
-  static void register_op(torch::Library& m, const char* schema) {
-    name.emplace(schema);
-    m.impl(schema, TORCH_FN(call));
-  }
-  static inline std::optional<structured::SchemaName> name;
-};
+using structured::Shared;
 
 // ---- structured ops whose meta takes Optional*Ref --------------------------
 
@@ -393,24 +364,24 @@ void register_ops(torch::Library& m) {
   using TS = at::Tensor (*)(T, S);
   using IT = at::Tensor& (*)(at::Tensor&, T);
   using IS = at::Tensor& (*)(at::Tensor&, S);
-  Guarded<static_cast<TT>(an::floor_divide), 0>::register_op(m, "floor_divide");
-  Guarded<static_cast<IT>(an::floor_divide_), 0>::register_op(m, "floor_divide_.Tensor");
-  Guarded<an::floor_divide_out, -1>::register_op(m, "floor_divide.out");
-  Guarded<static_cast<at::Tensor (*)(S, T)>(an::remainder), 0>::register_op(m, "remainder.Scalar_Tensor");
-  Guarded<an::logical_and_out, -1>::register_op(m, "logical_and.out");
-  Guarded<an::logical_or_out, -1>::register_op(m, "logical_or.out");
-  Guarded<an::logical_xor_out, -1>::register_op(m, "logical_xor.out");
-  Guarded<static_cast<TS>(an::__lshift__), 0>::register_op(m, "__lshift__.Scalar");
-  Guarded<static_cast<TT>(an::__lshift__), 0>::register_op(m, "__lshift__.Tensor");
-  Guarded<static_cast<IS>(an::__ilshift__), 0>::register_op(m, "__ilshift__.Scalar");
-  Guarded<static_cast<IT>(an::__ilshift__), 0>::register_op(m, "__ilshift__.Tensor");
-  Guarded<static_cast<TS>(an::__rshift__), 0>::register_op(m, "__rshift__.Scalar");
-  Guarded<static_cast<TT>(an::__rshift__), 0>::register_op(m, "__rshift__.Tensor");
-  Guarded<static_cast<IS>(an::__irshift__), 0>::register_op(m, "__irshift__.Scalar");
-  Guarded<static_cast<IT>(an::__irshift__), 0>::register_op(m, "__irshift__.Tensor");
-  Guarded<static_cast<at::Tensor (*)(T, T, S)>(an::rsub), 0>::register_op(m, "rsub.Tensor");
-  Guarded<static_cast<at::Tensor (*)(T, T, T)>(an::where), 0>::register_op(m, "where.self");
-  Guarded<an::where_self_out, -1>::register_op(m, "where.self_out");
+  Shared<static_cast<TT>(an::floor_divide)>::register_op(m, "floor_divide");
+  Shared<static_cast<IT>(an::floor_divide_)>::register_op(m, "floor_divide_.Tensor");
+  Shared<an::floor_divide_out>::register_op(m, "floor_divide.out");
+  Shared<static_cast<at::Tensor (*)(S, T)>(an::remainder)>::register_op(m, "remainder.Scalar_Tensor");
+  Shared<an::logical_and_out>::register_op(m, "logical_and.out");
+  Shared<an::logical_or_out>::register_op(m, "logical_or.out");
+  Shared<an::logical_xor_out>::register_op(m, "logical_xor.out");
+  Shared<static_cast<TS>(an::__lshift__)>::register_op(m, "__lshift__.Scalar");
+  Shared<static_cast<TT>(an::__lshift__)>::register_op(m, "__lshift__.Tensor");
+  Shared<static_cast<IS>(an::__ilshift__)>::register_op(m, "__ilshift__.Scalar");
+  Shared<static_cast<IT>(an::__ilshift__)>::register_op(m, "__ilshift__.Tensor");
+  Shared<static_cast<TS>(an::__rshift__)>::register_op(m, "__rshift__.Scalar");
+  Shared<static_cast<TT>(an::__rshift__)>::register_op(m, "__rshift__.Tensor");
+  Shared<static_cast<IS>(an::__irshift__)>::register_op(m, "__irshift__.Scalar");
+  Shared<static_cast<IT>(an::__irshift__)>::register_op(m, "__irshift__.Tensor");
+  Shared<static_cast<at::Tensor (*)(T, T, S)>(an::rsub)>::register_op(m, "rsub.Tensor");
+  Shared<static_cast<at::Tensor (*)(T, T, T)>(an::where)>::register_op(m, "where.self");
+  Shared<an::where_self_out>::register_op(m, "where.self_out");
 }
 
 }  // namespace

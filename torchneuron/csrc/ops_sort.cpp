@@ -51,10 +51,6 @@ torch::jit::Stack fallback_stack(const char* name, const char* overload, torch::
   return args;
 }
 
-void describe_or_fail(const at::TensorBase& t, nrt_operand* op, const char* what) {
-  TORCH_CHECK(describe(t, op), what, " on neuron: tensor of dtype ", t.scalar_type(), " with ",
-              t.dim(), " dims is not supported (at most ", NRT_MAX_DIMS, ")");
-}
 
 // values, indices <- the first k of each slice of self along dim, sorted.
 void launch_sort(const Tensor& self, const Tensor& values, const Tensor& indices, int64_t dim,

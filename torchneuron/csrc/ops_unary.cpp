@@ -325,39 +325,7 @@ struct GeluBackwardImpl : at::meta::structured_gelu_backward {
   }
 };
 
-// ---- shared at::native functions, guarded -------------------------------------
-// Shared<Fn>::call runs Fn when every tensor argument is native, else the op
-// named at registration on the CPU.  Out/in-place functions return their one
-// non-const Tensor& argument.
-template <auto Fn>
-struct Shared;
-template <class R, class... A, R (*Fn)(A...)>
-struct Shared<Fn> {
-  static R call(A... a) {
-    if (structured::all_native(a...)) return Fn(a...);
-    c10::IValue r = run_on_cpu(name()->name.c_str(), name()->overload.c_str(), {a...});
-    if constexpr (std::is_same_v<R, at::Tensor>) {
-      return r.toTensor();
-    } else {
-      at::Tensor* target = nullptr;
-      ([&](auto& x) {
-        if constexpr (std::is_same_v<std::decay_t<decltype(x)>, at::Tensor> &&
-                      !std::is_const_v<std::remove_reference_t<decltype(x)>>) {
-          target = &x;
-        }
-      }(a), ...);
-      return *target;
-    }
-  }
-  static std::optional<structured::SchemaName>& name() {
-    static std::optional<structured::SchemaName> n;
-    return n;
-  }
-  static void register_op(torch::Library& m, const char* schema) {
-    name().emplace(schema);
-    m.impl(schema, TORCH_FN(call));
-  }
-};
+using structured::Shared;
 
 // ---- polygamma: structured, but its int comes before the tensor ---------------
 at::Tensor polygamma(int64_t n, const at::Tensor& self) {

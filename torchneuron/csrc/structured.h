@@ -240,6 +240,42 @@ struct Structured {
   }
 };
 
+// ---- shared CPU/CUDA functions, guarded ----------------------------------
+// Non-structured ops whose CPU and CUDA kernels are one at::native function
+// (which reaches our stubs) are registered as is through Shared<Fn>: a call
+// with a tensor of a dtype the device lacks runs on the CPU instead, under
+// the schema named at registration.  Out/in-place functions return their one
+// non-const Tensor& argument.
+template <auto Fn>
+struct Shared;
+template <class R, class... A, R (*Fn)(A...)>
+struct Shared<Fn> {
+  static R call(A... a) {
+    if (all_native(a...)) return Fn(a...);
+    c10::IValue r = run_on_cpu(name()->name.c_str(), name()->overload.c_str(), {a...});
+    if constexpr (std::is_same_v<R, at::Tensor>) {
+      return r.toTensor();
+    } else {
+      at::Tensor* target = nullptr;
+      ([&](auto& x) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(x)>, at::Tensor> &&
+                      !std::is_const_v<std::remove_reference_t<decltype(x)>>) {
+          target = &x;
+        }
+      }(a), ...);
+      return *target;
+    }
+  }
+  static std::optional<SchemaName>& name() {
+    static std::optional<SchemaName> n;
+    return n;
+  }
+  static void register_op(torch::Library& m, const char* schema) {
+    name().emplace(schema);
+    m.impl(schema, TORCH_FN(call));
+  }
+};
+
 }  // namespace torchneuron::structured
 
 // Stubs: a DispatchStub's PrivateUse1 slot is set with
