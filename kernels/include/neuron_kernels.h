@@ -67,6 +67,19 @@ typedef enum nk_kernel_id {
   NK_KERNEL_TRIANGLE,     /* out <- tril/triu(in, diagonal)                   */
   NK_KERNEL_PAD,          /* out <- reflection/replication pad of in          */
   NK_KERNEL_PAD_BACKWARD, /* grad_in <- sum of grad_out over each index's preimage */
+
+  /* convolution */
+
+  /* pooling and upsampling */
+
+  /* normalisation */
+
+  /* attention */
+
+  /* losses */
+
+  /* special functions */
+
   NK_KERNEL_END
 } nk_kernel_id;
 
@@ -588,6 +601,18 @@ typedef struct nk_softmax_params {
   int32_t backward;
   int32_t reserved;
 } nk_softmax_params;
+
+/* ---- convolution ---- */
+
+/* ---- pooling and upsampling ---- */
+
+/* ---- normalisation ---- */
+
+/* ---- attention ---- */
+
+/* ---- losses ---- */
+
+/* ---- special functions ---- */
 
 typedef enum nk_isa { NK_ISA_PORTABLE = 0, NK_ISA_AVX2, NK_ISA_AVX512 } nk_isa;
 nk_isa nk_cpu_isa(void);               /* detected once; TORCHNEURON_ISA=portable|avx2|avx512 caps it */

@@ -234,8 +234,8 @@ static void run_tiles(void *arg, int64_t begin, int64_t end, int worker) {
   free(buf.acc);
 }
 
-static int plan_gemm(const nrt_task *task, nrt_exec_ctx *ctx, gemm_plan *p) {
-  const nrt_operand *ops = task->operands;
+static int plan_gemm(nrt_exec_ctx *ctx, const nrt_operand *ops, nk_scalar alpha, nk_scalar beta,
+                     gemm_plan *p) {
   for (int i = 0; i < 3; i++) {
     if (ops[i].ndim != 3) {
       nrt_exec_fail(ctx, "gemm: operand %d must be 3-d (batch, rows, cols), got %d-d", i,
@@ -269,21 +269,20 @@ static int plan_gemm(const nrt_task *task, nrt_exec_ctx *ctx, gemm_plan *p) {
     nrt_exec_fail(ctx, "gemm: bool is not supported");
     return -1;
   }
-  const nk_gemm_params *prm = (const nk_gemm_params *)task->params;
   p->cls = nk_dtype_class(t);
   p->s = pick_shape(p->cls);
-  p->alpha = prm->alpha.f;
-  p->beta = prm->beta.f;
-  p->alpha_i = prm->alpha.i;
-  p->beta_i = prm->beta.i;
+  p->alpha = alpha.f;
+  p->beta = beta.f;
+  p->alpha_i = alpha.i;
+  p->beta_i = beta.i;
   p->m_tiles = (p->m + p->s.mc - 1) / p->s.mc;
   p->n_tiles = (p->n + p->s.nc - 1) / p->s.nc;
   return 0;
 }
 
-int nk_gemm_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
+int nk_gemm_operands(nrt_exec_ctx *ctx, const nrt_operand ops[3], nk_scalar alpha, nk_scalar beta) {
   gemm_plan plan;
-  if (nk_check_operands(task, ctx, "gemm", 3) || plan_gemm(task, ctx, &plan)) return -1;
+  if (plan_gemm(ctx, ops, alpha, beta, &plan)) return -1;
   if (plan.batch == 0 || plan.m == 0 || plan.n == 0) return 0;
   gemm_run run = {&plan, 0};
   const int64_t tiles = plan.batch * plan.m_tiles * plan.n_tiles;
@@ -297,4 +296,10 @@ int nk_gemm_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
     return -1;
   }
   return 0;
+}
+
+int nk_gemm_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
+  if (nk_check_operands(task, ctx, "gemm", 3)) return -1;
+  const nk_gemm_params *prm = (const nk_gemm_params *)task->params;
+  return nk_gemm_operands(ctx, task->operands, prm->alpha, prm->beta);
 }

@@ -12,6 +12,16 @@
 
 #include <stdint.h>
 
+#include "neuron_kernels.h"
+
+/* out <- alpha * (a @ b) + beta * out with operands as NK_KERNEL_GEMM's
+ * ([0] out, [1] a, [2] b; 3-d (batch, rows, cols), one dtype, any byte
+ * strides).  The entry for kernels that lower to GEMM (convolution,
+ * attention): it runs on the compute pool when called outside a parallel
+ * region and serially inside one (nrt_parallel_for's rule).  Returns 0, or
+ * -1 after nrt_exec_fail. */
+int nk_gemm_operands(nrt_exec_ctx *ctx, const nrt_operand ops[3], nk_scalar alpha, nk_scalar beta);
+
 typedef void (*nk_gemm_ukr)(int64_t kc, const void *a, const void *b, void *c, int64_t ldc);
 
 /* AVX2+FMA float32 6x16: 12 accumulators of 8 lanes, two B vectors, one A

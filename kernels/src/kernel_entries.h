@@ -36,4 +36,17 @@ int nk_triangle_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 int nk_pad_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 int nk_pad_backward_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 
+/* convolution */
+
+/* pooling and upsampling */
+
+/* normalisation */
+
+/* attention */
+
+/* losses */
+
+/* special functions */
+
+
 #endif /* NK_KERNEL_ENTRIES_H */

@@ -38,6 +38,19 @@ static const struct {
     {NK_KERNEL_TRIANGLE, "triangle", nk_triangle_kernel},
     {NK_KERNEL_PAD, "pad", nk_pad_kernel},
     {NK_KERNEL_PAD_BACKWARD, "pad_backward", nk_pad_backward_kernel},
+
+    /* convolution */
+
+    /* pooling and upsampling */
+
+    /* normalisation */
+
+    /* attention */
+
+    /* losses */
+
+    /* special functions */
+
 };
 
 _Static_assert(sizeof kernels / sizeof kernels[0] == NK_KERNEL_END - NK_KERNEL_COPY,
@@ -77,3 +90,16 @@ NK_PARAMS_FIT(nk_multinomial_params);
 NK_PARAMS_FIT(nk_triangle_params);
 NK_PARAMS_FIT(nk_pad_params);
 NK_PARAMS_FIT(nk_unique_rows_params);
+
+/* convolution */
+
+/* pooling and upsampling */
+
+/* normalisation */
+
+/* attention */
+
+/* losses */
+
+/* special functions */
+
