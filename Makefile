@@ -6,6 +6,9 @@ VPY    := $(VENV)/bin/python
 DEPS   := $(VENV)/.deps-stamp
 JOBS   ?= $(shell nproc)
 export CMAKE_BUILD_PARALLEL_LEVEL := $(JOBS)
+# ccache (used when installed) keys on paths relative to the checkout, so
+# clones and worktrees share hits.
+export CCACHE_BASEDIR ?= $(CURDIR)
 
 .PHONY: all build test ctest pytest sanitize conformance demo bench clean
 
