@@ -80,6 +80,8 @@ typedef enum nk_kernel_id {
 
   /* special functions */
 
+  /* long tail */
+
   NK_KERNEL_END
 } nk_kernel_id;
 
@@ -613,6 +615,8 @@ typedef struct nk_softmax_params {
 /* ---- losses ---- */
 
 /* ---- special functions ---- */
+
+/* ---- long tail ---- */
 
 typedef enum nk_isa { NK_ISA_PORTABLE = 0, NK_ISA_AVX2, NK_ISA_AVX512 } nk_isa;
 nk_isa nk_cpu_isa(void);               /* detected once; TORCHNEURON_ISA=portable|avx2|avx512 caps it */

@@ -48,5 +48,7 @@ int nk_pad_backward_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 
 /* special functions */
 
+/* long tail */
+
 
 #endif /* NK_KERNEL_ENTRIES_H */

@@ -51,6 +51,8 @@ static const struct {
 
     /* special functions */
 
+    /* long tail */
+
 };
 
 _Static_assert(sizeof kernels / sizeof kernels[0] == NK_KERNEL_END - NK_KERNEL_COPY,
@@ -102,4 +104,6 @@ NK_PARAMS_FIT(nk_unique_rows_params);
 /* losses */
 
 /* special functions */
+
+/* long tail */
 
