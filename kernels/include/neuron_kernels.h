@@ -77,6 +77,8 @@ typedef enum nk_kernel_id {
   /* attention */
 
   /* losses */
+  NK_KERNEL_LOSS_POINTWISE, /* out <- elementwise loss or its gradient (nk_loss_op) */
+  NK_KERNEL_NLL_LOSS,       /* nll_loss / nll_loss2d forward and backward         */
 
   /* special functions */
 
@@ -613,6 +615,58 @@ typedef struct nk_softmax_params {
 /* ---- attention ---- */
 
 /* ---- losses ---- */
+/* NK_KERNEL_LOSS_POINTWISE: the elementwise part of a loss, over ATen's
+ * TensorIterator operands (same ndim and sizes, stride 0 where broadcast).
+ *   forward ops:  [0] out, [1] x (input), [2] y (target)
+ *   backward ops: [0] grad_input, [1] x, [2] y, [3] g (grad_output)
+ * Floating compute only (`compute` is ATen's common dtype; float16/bfloat16
+ * compute in float32 and round on store).  Inputs of other dtypes are
+ * converted on load.  d = x - y below. */
+typedef enum nk_loss_op {
+  NK_LOSS_MSE = 0,      /* d * d                                                  */
+  NK_LOSS_SMOOTH_L1,    /* p0 = beta > 0: |d| < beta ? 0.5 d^2 / beta : |d| - beta/2 */
+  NK_LOSS_HUBER,        /* p0 = delta: |d| < delta ? 0.5 d^2 : delta (|d| - delta/2) */
+  NK_LOSS_BCE,          /* (y - 1) max(log(1 - x), -100) - y max(log(x), -100);
+                           x outside [0, 1] (or NaN) fails the task with
+                           "all elements of input should be between 0 and 1"    */
+  NK_LOSS_MSE_BW,       /* p0 = norm: norm * d * g                                */
+  NK_LOSS_SMOOTH_L1_BW, /* p0 = norm, p1 = beta: norm * (|d| >= beta ? sign(d) : d / beta) * g */
+  NK_LOSS_HUBER_BW,     /* p0 = norm, p1 = delta: norm * (|d| >= delta ? sign(d) delta : d) * g */
+  NK_LOSS_BCE_BW,       /* g * d / max((1 - x) * x, 1e-12)                        */
+  NK_LOSS_OP_COUNT
+} nk_loss_op;
+
+typedef struct nk_loss_pointwise_params {
+  int32_t op;      /* nk_loss_op */
+  int32_t compute; /* nrt_dtype, floating */
+  double p0, p1;   /* rounded to compute by the kernel where ATen's CPU does
+                      (MSE_BW, HUBER, HUBER_BW: scalar_t parameters) */
+} nk_loss_pointwise_params;
+
+/* NK_KERNEL_NLL_LOSS: negative log likelihood over class dim 1 of an
+ * [N, C, H, W] input (the glue gives 1-d [C] as [1, C, 1, 1] and 2-d [N, C]
+ * as [N, C, 1, 1], stride 0 in the added dims); targets [N, H, W] (int64 or
+ * uint8); optional weight [C].
+ *   forward:  [0] out ([N, H, W] with reduction none, else 0-dim),
+ *             [1] total_weight (0-dim; 0 with reduction none, as ATen's CPU),
+ *             [2] input, [3] target, [4] weight
+ *   backward: [0] grad_input ([N, C, H, W], every element written),
+ *             [1] grad_output ([N, H, W] with none, else 0-dim),
+ *             [2] target, [3] total_weight (0-dim), [4] weight
+ * A target equal to ignore_index contributes nothing (0 loss, 0 gradient);
+ * any other target outside [0, C) fails the task with "Target T is out of
+ * bounds." (the first such in row-major order) before it is used.
+ * Reductions replay ATen's CPU exactly: one serial pass in row-major order
+ * with its 8-level cascade of partial sums, every step rounded to the input
+ * dtype (ATen accumulates in scalar_t), so the result is bitwise the CPU's
+ * and never depends on the thread count; empty targets give NaN (mean) or
+ * 0 (sum) with total_weight 0.  Elementwise work (reduction none, the
+ * backward) splits over [N, H] rows, each written by one worker. */
+typedef struct nk_nll_loss_params {
+  int32_t backward;
+  int32_t reduction; /* ATen's Reduction: 0 none, 1 mean, 2 sum */
+  int64_t ignore_index;
+} nk_nll_loss_params;
 
 /* ---- special functions ---- */
 

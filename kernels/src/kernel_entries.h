@@ -45,6 +45,8 @@ int nk_pad_backward_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 /* attention */
 
 /* losses */
+int nk_loss_pointwise_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+int nk_nll_loss_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 
 /* special functions */
 

@@ -48,6 +48,8 @@ static const struct {
     /* attention */
 
     /* losses */
+    {NK_KERNEL_LOSS_POINTWISE, "loss_pointwise", nk_loss_pointwise_kernel},
+    {NK_KERNEL_NLL_LOSS, "nll_loss", nk_nll_loss_kernel},
 
     /* special functions */
 
@@ -102,6 +104,8 @@ NK_PARAMS_FIT(nk_unique_rows_params);
 /* attention */
 
 /* losses */
+NK_PARAMS_FIT(nk_loss_pointwise_params);
+NK_PARAMS_FIT(nk_nll_loss_params);
 
 /* special functions */
 
