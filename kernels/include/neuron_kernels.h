@@ -79,6 +79,7 @@ typedef enum nk_kernel_id {
   /* losses */
   NK_KERNEL_LOSS_POINTWISE, /* out <- elementwise loss or its gradient (nk_loss_op) */
   NK_KERNEL_NLL_LOSS,       /* nll_loss / nll_loss2d forward and backward         */
+  NK_KERNEL_MULTI_MARGIN,   /* multi_margin_loss forward and backward             */
 
   /* special functions */
 
@@ -667,6 +668,29 @@ typedef struct nk_nll_loss_params {
   int32_t reduction; /* ATen's Reduction: 0 none, 1 mean, 2 sum */
   int64_t ignore_index;
 } nk_nll_loss_params;
+
+/* NK_KERNEL_MULTI_MARGIN: multi-class hinge loss of an [F, D] input (the
+ * glue gives a 1-d or 0-d input as [1, D]); targets [F] int64; optional
+ * weight [D].  Row f with target t: (1/D) sum over d != t of
+ * w[t] * max(0, margin - x[f, t] + x[f, d])^p  (p = 1 or 2).
+ *   forward:  [0] out ([F] with reduction none, else 0-dim), [1] input,
+ *             [2] target, [3] weight
+ *   backward: [0] grad_input ([F, D], every element written), [1]
+ *             grad_output ([F] with none, else 0-dim), [2] input, [3]
+ *             target, [4] weight
+ * Every target is checked first: one outside [0, D) fails the task with
+ * "target out of range" (ATen's CPU message) before any is used.  The
+ * arithmetic is ATen's CPU's, step by step in the input dtype (rows summed
+ * in order), the reduction over rows in double (its accscalar_t), serially
+ * in row order after the rows are computed in parallel: bitwise the CPU's
+ * result at any thread count. */
+typedef struct nk_multi_margin_params {
+  int32_t backward;
+  int32_t reduction; /* 0 none, 1 mean, 2 sum */
+  int32_t p;         /* 1 or 2 */
+  int32_t reserved;
+  double margin;
+} nk_multi_margin_params;
 
 /* ---- special functions ---- */
 

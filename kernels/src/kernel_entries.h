@@ -47,6 +47,7 @@ int nk_pad_backward_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 /* losses */
 int nk_loss_pointwise_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 int nk_nll_loss_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+int nk_multi_margin_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 
 /* special functions */
 

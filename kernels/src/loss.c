@@ -33,6 +33,7 @@
  *    per target), so the glue needs no separate zero fill: rows [n, :, h, :]
  *    are split over the pool, each written by one worker. */
 #include <stdatomic.h>
+#include <stdlib.h>
 
 #include "dtype_convert.h"
 #include "kernel_entries.h"
@@ -414,10 +415,11 @@ static void nll_backward_range(void *arg, int64_t begin, int64_t end, int worker
   }
 }
 
-static int nll_fail_shape(nrt_exec_ctx *ctx, const char *what) {
-  nrt_exec_fail(ctx, "nll_loss: %s", what);
+static int loss_fail(nrt_exec_ctx *ctx, const char *op, const char *what) {
+  nrt_exec_fail(ctx, "%s: %s", op, what);
   return -1;
 }
+static int nll_fail_shape(nrt_exec_ctx *ctx, const char *what) { return loss_fail(ctx, "nll_loss", what); }
 
 int nk_nll_loss_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
   const nk_nll_loss_params *prm = (const nk_nll_loss_params *)task->params;
@@ -489,5 +491,148 @@ int nk_nll_loss_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
     nrt_exec_fail(ctx, "Target %lld is out of bounds.", (long long)nll_first_bad(&p));
     return -1;
   }
+  return 0;
+}
+
+/* ======================================================== multi_margin */
+
+typedef struct mm_plan {
+  const nrt_operand *out, *gin, *gout, *in, *tgt, *w;
+  nrt_dtype dt;
+  int reduction, p;
+  int64_t F, D;
+  double margin, g; /* margin and the backward's g, in scalar_t */
+  double *rows;     /* forward: each row's loss */
+} mm_plan;
+
+NK_INLINE double mm_x(const mm_plan *p, int64_t f, int64_t d) {
+  return nk_load_f64((nrt_dtype)p->in->dtype,
+                     (const char *)p->in->data + f * p->in->strides[0] + d * p->in->strides[1]);
+}
+NK_INLINE double mm_weight(const mm_plan *p, int64_t d) {
+  if (!p->w) return 1.0;
+  return nk_load_f64((nrt_dtype)p->w->dtype, (const char *)p->w->data + d * p->w->strides[0]);
+}
+NK_INLINE int64_t mm_target(const mm_plan *p, int64_t f) {
+  return nk_read_i64((const char *)p->tgt->data + f * p->tgt->strides[0]);
+}
+
+static void mm_forward_range(void *arg, int64_t begin, int64_t end, int worker) {
+  (void)worker;
+  mm_plan *p = arg;
+  const nrt_dtype t = p->dt;
+  for (int64_t f = begin; f < end; f++) {
+    const int64_t tg = mm_target(p, f);
+    const double xt = mm_x(p, f, tg), wt = mm_weight(p, tg);
+    double sum = 0;
+    for (int64_t d = 0; d < p->D; d++) {
+      if (d == tg) continue;
+      const double z = nll_round(t, nll_round(t, p->margin - xt) + mm_x(p, f, d));
+      if (z > 0) {
+        double h = p->p == 1 ? z : nll_round(t, z * z);
+        if (p->w) h = nll_round(t, h * wt);
+        sum = nll_round(t, sum + h);
+      }
+    }
+    p->rows[f] = nll_round(t, sum / (double)nll_round(t, (double)p->D));
+  }
+}
+
+static void mm_backward_range(void *arg, int64_t begin, int64_t end, int worker) {
+  (void)worker;
+  mm_plan *p = arg;
+  const nrt_dtype t = p->dt, gd = (nrt_dtype)p->gin->dtype;
+  for (int64_t f = begin; f < end; f++) {
+    const int64_t tg = mm_target(p, f);
+    const double xt = mm_x(p, f, tg), wt = mm_weight(p, tg);
+    const double go = nk_load_f64((nrt_dtype)p->gout->dtype,
+                                  (const char *)p->gout->data + (p->gout->ndim ? f * p->gout->strides[0] : 0));
+    double gt = 0;
+    char *row = (char *)p->gin->data + f * p->gin->strides[0];
+    for (int64_t d = 0; d < p->D; d++) {
+      if (d == tg) continue;
+      const double z = nll_round(t, nll_round(t, p->margin - xt) + mm_x(p, f, d));
+      double h = 0;
+      if (z > 0) {
+        h = p->p == 1 ? p->g : nll_round(t, nll_round(t, 2 * p->g) * z);
+        if (p->w) h = nll_round(t, h * wt);
+        gt = nll_round(t, gt - h);
+      }
+      nk_store_f64(gd, row + d * p->gin->strides[1], nll_round(t, h * go));
+    }
+    nk_store_f64(gd, row + tg * p->gin->strides[1], nll_round(t, gt * go));
+  }
+}
+
+int nk_multi_margin_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
+  const nk_multi_margin_params *prm = (const nk_multi_margin_params *)task->params;
+  const int n_ops = task->n_operands, base = prm->backward ? 4 : 3;
+  if (n_ops != base && n_ops != base + 1) {
+    nrt_exec_fail(ctx, "multi_margin_loss: expected %d or %d operands, got %d", base, base + 1, n_ops);
+    return -1;
+  }
+  if (nk_check_operands(task, ctx, "multi_margin_loss", n_ops)) return -1;
+  if (prm->reduction < 0 || prm->reduction > 2 || (prm->p != 1 && prm->p != 2)) {
+    nrt_exec_fail(ctx, "multi_margin_loss: invalid reduction %d or p %d", (int)prm->reduction, (int)prm->p);
+    return -1;
+  }
+  static mm_plan zero_plan;
+  mm_plan p = zero_plan;
+  const nrt_operand *ops = task->operands;
+  const nrt_operand *per;
+  if (!prm->backward) {
+    p.out = &ops[0], p.in = &ops[1], p.tgt = &ops[2], per = p.out;
+  } else {
+    p.gin = &ops[0], p.gout = &ops[1], p.in = &ops[2], p.tgt = &ops[3], per = p.gout;
+  }
+  p.w = n_ops == base + 1 ? &ops[base] : NULL;
+  p.reduction = prm->reduction, p.p = prm->p;
+  if (p.in->ndim != 2) return loss_fail(ctx, "multi_margin_loss", "the input must be [F, D]") ;
+  p.F = p.in->sizes[0], p.D = p.in->sizes[1];
+  p.dt = (nrt_dtype)p.in->dtype;
+  if (!nk_dtype_is_floating(p.dt) || p.tgt->dtype != NRT_INT64 || p.tgt->ndim != 1 || p.tgt->sizes[0] != p.F)
+    return loss_fail(ctx, "multi_margin_loss", "a floating [F, D] input and int64 [F] targets");
+  if (p.w && (p.w->ndim != 1 || p.w->sizes[0] != p.D || !nk_dtype_is_floating((nrt_dtype)p.w->dtype)))
+    return loss_fail(ctx, "multi_margin_loss", "the weight must be [D]");
+  if (!nk_dtype_is_floating((nrt_dtype)per->dtype) ||
+      (p.reduction == 0 ? per->ndim > 1 || (per->ndim == 1 && per->sizes[0] != p.F) || (per->ndim == 0 && p.F != 1)
+                        : per->ndim != 0))
+    return loss_fail(ctx, "multi_margin_loss", "the loss must be [F] (reduction none) or 0-dim");
+  if (prm->backward && (p.gin->ndim != 2 || p.gin->sizes[0] != p.F || p.gin->sizes[1] != p.D ||
+                        !nk_dtype_is_floating((nrt_dtype)p.gin->dtype)))
+    return loss_fail(ctx, "multi_margin_loss", "grad_input must be [F, D]");
+  for (int64_t f = 0; f < p.F; f++) {
+    const int64_t t = mm_target(&p, f);
+    if (t < 0 || t >= p.D) {
+      nrt_exec_fail(ctx, "target out of range");
+      return -1;
+    }
+  }
+  p.margin = nll_round(p.dt, prm->margin);
+  const int64_t grain = p.D >= NK_GRAIN_ELEMENTWISE ? 1 : NK_GRAIN_ELEMENTWISE / (p.D > 0 ? p.D : 1);
+  if (prm->backward) {
+    const double denom = p.reduction == 1 ? (double)(p.F * p.D) : (double)p.D;
+    p.g = nll_round(p.dt, 1.0 / denom);
+    nk_parallel_for(p.F, grain, mm_backward_range, &p);
+    return 0;
+  }
+  if (p.F == 0) return 0;
+  p.rows = malloc((size_t)p.F * sizeof *p.rows);
+  if (!p.rows) {
+    nrt_exec_fail(ctx, "multi_margin_loss: out of host memory");
+    return -1;
+  }
+  nk_parallel_for(p.F, grain, mm_forward_range, &p);
+  const nrt_dtype od = (nrt_dtype)p.out->dtype;
+  if (p.reduction == 0) {
+    for (int64_t f = 0; f < p.F; f++)
+      nk_store_f64(od, (char *)p.out->data + (p.out->ndim ? f * p.out->strides[0] : 0), p.rows[f]);
+  } else {
+    double acc = 0; /* accscalar_t: double for float and double */
+    for (int64_t f = 0; f < p.F; f++) acc += p.rows[f];
+    if (p.reduction == 1) acc /= (double)p.F;
+    nk_store_f64(od, p.out->data, acc);
+  }
+  free(p.rows);
   return 0;
 }

@@ -50,6 +50,7 @@ static const struct {
     /* losses */
     {NK_KERNEL_LOSS_POINTWISE, "loss_pointwise", nk_loss_pointwise_kernel},
     {NK_KERNEL_NLL_LOSS, "nll_loss", nk_nll_loss_kernel},
+    {NK_KERNEL_MULTI_MARGIN, "multi_margin", nk_multi_margin_kernel},
 
     /* special functions */
 
@@ -106,6 +107,7 @@ NK_PARAMS_FIT(nk_unique_rows_params);
 /* losses */
 NK_PARAMS_FIT(nk_loss_pointwise_params);
 NK_PARAMS_FIT(nk_nll_loss_params);
+NK_PARAMS_FIT(nk_multi_margin_params);
 
 /* special functions */
 

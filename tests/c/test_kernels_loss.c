@@ -5,7 +5,9 @@
  * NK_KERNEL_NLL_LOSS (forward none/mean/sum, class weights, ignore_index,
  * 1-d/2-d/4-d layouts, uint8 targets, the backward's full overwrite of
  * grad_input, out-of-range targets failing before any read, empty targets,
- * and the validation failures). */
+ * and the validation failures), and NK_KERNEL_MULTI_MARGIN (p 1 and 2,
+ * reductions, weights, forward and backward bitwise against ATen's CPU
+ * arithmetic written out, bad targets). */
 #define _POSIX_C_SOURCE 200809L
 #include "test_kernels_util.h"
 
@@ -424,11 +426,111 @@ static void test_nll_errors(void) {
   nll_free(&b);
 }
 
+
+/* ---------------------------------------------------------- multi_margin */
+
+/* ATen's CPU arithmetic for float32 (step by step in float, the reduction
+ * in double), written out here; the kernel must agree bitwise. */
+static void test_multi_margin(void) {
+  for (int p = 1; p <= 2; p++)
+    for (int red = 0; red < 3; red++)
+      for (int weighted = 0; weighted < 2; weighted++) {
+        const int64_t F = 37, D = 11;
+        float *x = tk_alloc(F * D * 4), *w = tk_alloc(D * 4), *out = tk_alloc(F * 4), *gi = tk_alloc(F * D * 4);
+        float *go = tk_alloc(F * 4);
+        int64_t *t = tk_alloc(F * 8);
+        for (int64_t i = 0; i < F * D; i++) x[i] = (float)rand_in(-1, 1);
+        for (int64_t i = 0; i < D; i++) w[i] = (float)rand_in(0.5, 1.5);
+        for (int64_t i = 0; i < F; i++) t[i] = (int64_t)(tk_rand() % D), go[i] = (float)rand_in(-1, 1);
+        int64_t sx[2] = {F, D}, sf = F;
+        nrt_operand ops[5] = {red ? tk_operand(out, NRT_FLOAT32, 0, NULL, NULL) : tk_vector(out, NRT_FLOAT32, F),
+                              tk_operand(x, NRT_FLOAT32, 2, sx, NULL), tk_vector(t, NRT_INT64, F),
+                              tk_vector(w, NRT_FLOAT32, D)};
+        nk_multi_margin_params prm = {0, red, p, 0, 0.7};
+        nrt_task task = tk_task(NK_KERNEL_MULTI_MARGIN, weighted ? 4 : 3, ops, &prm, sizeof prm);
+        CHECK_OK(tk_run(&task));
+        const float margin = 0.7f;
+        double acc = 0;
+        int bad = 0;
+        float rows[37];
+        for (int64_t f = 0; f < F; f++) {
+          const float *xr = x + f * D, xt = xr[t[f]];
+          float sum = 0;
+          for (int64_t d = 0; d < D; d++) {
+            if (d == t[f]) continue;
+            float z = margin - xt + xr[d];
+            if (z > 0) {
+              float h = p == 1 ? z : z * z;
+              if (weighted) h *= w[t[f]];
+              sum += h;
+            }
+          }
+          sum /= (float)D;
+          rows[f] = sum;
+          acc += sum;
+          if (!red && out[f] != sum) bad++;
+        }
+        if (red == 1) acc /= (double)F;
+        if (red && out[0] != (float)acc) bad++;
+        CHECK(bad == 0);
+        /* backward */
+        nrt_operand bops[5] = {tk_operand(gi, NRT_FLOAT32, 2, sx, NULL),
+                               red ? tk_operand(go, NRT_FLOAT32, 0, NULL, NULL) : tk_vector(go, NRT_FLOAT32, sf),
+                               ops[1], ops[2], ops[3]};
+        prm.backward = 1;
+        task = tk_task(NK_KERNEL_MULTI_MARGIN, weighted ? 5 : 4, bops, &prm, sizeof prm);
+        CHECK_OK(tk_run(&task));
+        const float g = red == 1 ? (float)(1.0 / (double)(F * D)) : (float)(1.0 / (double)D);
+        bad = 0;
+        for (int64_t f = 0; f < F; f++) {
+          const float *xr = x + f * D, xt = xr[t[f]];
+          const float gof = red ? go[0] : go[f];
+          float gt = 0;
+          for (int64_t d = 0; d < D; d++) {
+            if (d == t[f]) continue;
+            float z = margin - xt + xr[d], h = 0;
+            if (z > 0) {
+              h = p == 1 ? g : 2 * g * z;
+              if (weighted) h *= w[t[f]];
+              gt -= h;
+            }
+            if (gi[f * D + d] != h * gof) bad++;
+          }
+          if (gi[f * D + t[f]] != gt * gof) bad++;
+        }
+        (void)rows;
+        CHECK(bad == 0);
+        /* a bad target fails before anything is read through it */
+        t[F - 1] = D;
+        prm.backward = 0;
+        task = tk_task(NK_KERNEL_MULTI_MARGIN, weighted ? 4 : 3, ops, &prm, sizeof prm);
+        CHECK(tk_fails_with(&task, "target out of range"));
+        t[F - 1] = -1;
+        prm.backward = 1;
+        task = tk_task(NK_KERNEL_MULTI_MARGIN, weighted ? 5 : 4, bops, &prm, sizeof prm);
+        CHECK(tk_fails_with(&task, "target out of range"));
+        tk_free(x), tk_free(w), tk_free(out), tk_free(gi), tk_free(go), tk_free(t);
+      }
+  /* validation */
+  float *x = tk_alloc(16);
+  int64_t *t = tk_alloc(16), sx[2] = {2, 2};
+  nrt_operand ops[3] = {tk_operand(x, NRT_FLOAT32, 0, NULL, NULL), tk_operand(x, NRT_FLOAT32, 2, sx, NULL),
+                        tk_vector(t, NRT_INT32, 2)};
+  nk_multi_margin_params prm = {0, 1, 1, 0, 1.0};
+  nrt_task task = tk_task(NK_KERNEL_MULTI_MARGIN, 3, ops, &prm, sizeof prm);
+  CHECK(tk_fails_with(&task, "int64 [F] targets"));
+  prm.p = 3;
+  task = tk_task(NK_KERNEL_MULTI_MARGIN, 3, ops, &prm, sizeof prm);
+  CHECK(tk_fails_with(&task, "invalid reduction"));
+  tk_free(x), tk_free(t);
+}
+
 static void tests(void) {
   test_pointwise();
   test_pointwise_errors();
   test_nll();
   test_nll_errors();
+  test_multi_margin();
 }
 
 int main(void) { return tk_main(tests, __FILE__); }
