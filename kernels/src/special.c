@@ -34,6 +34,11 @@ int64_t nk_special_degree(double n) {
   return (int64_t)n;
 }
 
+/* glibc's reentrant lgamma (math.h shows it only to _DEFAULT_SOURCE builds;
+ * the kernels are strict C11) */
+double lgamma_r(double x, int *sign);
+float lgammaf_r(float x, int *sign);
+
 /* lgamma without the global signgam (these run on the pool's threads) */
 static float sp_lgammaf(float x) {
   int sign;

@@ -9,6 +9,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "test_kernels_util.h"
 
+#include <float.h>
+
 /* special.c's degree conversion (a kernel-internal function) */
 int64_t nk_special_degree(double n);
 
@@ -81,90 +83,92 @@ static void run_binary(int op, nrt_dtype t, const double *as, const double *bs, 
 
 /* ------------------------------------------------------------ known values */
 
-typedef struct { int op; double x, want; } uval;
+/* rel: the tolerance where ATen's algorithm is known to be coarser than
+ * double precision (0: 1e-13) */
+typedef struct { int op; double x, want, rel; } uval;
 
 static const uval unary_known[] = {
-    {NK_UNARY_I0, 0.0, 1.0},
-    {NK_UNARY_I0, 1.0, 1.2660658777520083},
-    {NK_UNARY_I0, -10.0, 2815.716628466254},
-    {NK_UNARY_I0E, 1.0, 1.2660658777520083 / E_D},
-    {NK_UNARY_I0E, 20.0, 0.0897803118848069},
-    {NK_UNARY_I1, 1.0, 0.5651591039924851},
-    {NK_UNARY_I1, -1.0, -0.5651591039924851},
-    {NK_UNARY_I1E, 2.0, 1.5906368546373291 / (E_D * E_D)},
-    {NK_UNARY_NDTRI, 0.975, 1.959963984540054},
-    {NK_UNARY_NDTRI, 0.5, 0.0},
-    {NK_UNARY_NDTRI, 0.0, -INFINITY},
-    {NK_UNARY_NDTRI, 1.0, INFINITY},
-    {NK_UNARY_NDTRI, 1.5, NAN},
-    {NK_UNARY_LOG_NDTR, 0.0, -0.6931471805599453},
-    {NK_UNARY_LOG_NDTR, -10.0, -53.23128515051247},
-    {NK_UNARY_ERFCX, 1.0, 0.42758357615580705},
-    {NK_UNARY_ERFCX, 0.0, 1.0},
-    {NK_UNARY_ERFCX, -30.0, INFINITY},
-    {NK_UNARY_ENTR, 0.5, 0.34657359027997264},
-    {NK_UNARY_ENTR, 0.0, 0.0},
-    {NK_UNARY_ENTR, -1.0, -INFINITY},
-    {NK_UNARY_AIRY_AI, 0.0, 0.3550280538878172},
-    {NK_UNARY_AIRY_AI, 1.0, 0.1352924163128814},
-    {NK_UNARY_AIRY_AI, -2.0, 0.22740742820168558},
-    {NK_UNARY_BESSEL_J0, 1.0, 0.7651976865579666},
-    {NK_UNARY_BESSEL_J0, 10.0, -0.2459357644513483},
-    {NK_UNARY_BESSEL_J1, 1.0, 0.44005058574493355},
-    {NK_UNARY_BESSEL_J1, -1.0, -0.44005058574493355},
-    {NK_UNARY_BESSEL_Y0, 1.0, 0.08825696421567697},
-    {NK_UNARY_BESSEL_Y0, 0.0, -INFINITY},
-    {NK_UNARY_BESSEL_Y0, -1.0, NAN},
-    {NK_UNARY_BESSEL_Y1, 1.0, -0.7812128213002887},
-    {NK_UNARY_MODIFIED_BESSEL_I0, 1.0, 1.2660658777520083},
-    {NK_UNARY_MODIFIED_BESSEL_I1, 1.0, 0.5651591039924851},
-    {NK_UNARY_MODIFIED_BESSEL_K0, 1.0, 0.42102443824070834},
-    {NK_UNARY_MODIFIED_BESSEL_K0, 0.0, INFINITY},
-    {NK_UNARY_MODIFIED_BESSEL_K1, 1.0, 0.6019072301972346},
-    {NK_UNARY_SCALED_MODIFIED_BESSEL_K0, 1.0, 0.42102443824070834 * E_D},
-    {NK_UNARY_SCALED_MODIFIED_BESSEL_K1, 1.0, 0.6019072301972346 * E_D},
-    {NK_UNARY_SPHERICAL_BESSEL_J0, 1.0, 0.8414709848078965},
-    {NK_UNARY_SPHERICAL_BESSEL_J0, 0.0, 1.0},
-    {NK_UNARY_SPHERICAL_BESSEL_J0, INFINITY, 0.0},
+    {NK_UNARY_I0, 0.0, 1.0, 0},
+    {NK_UNARY_I0, 1.0, 1.2660658777520083, 0},
+    {NK_UNARY_I0, -10.0, 2815.716628466254, 0},
+    {NK_UNARY_I0E, 1.0, 1.2660658777520083 / E_D, 0},
+    {NK_UNARY_I0E, 20.0, 0.089780311884826022, 0},
+    {NK_UNARY_I1, 1.0, 0.5651591039924851, 0},
+    {NK_UNARY_I1, -1.0, -0.5651591039924851, 0},
+    {NK_UNARY_I1E, 2.0, 1.5906368546373291 / (E_D * E_D), 0},
+    {NK_UNARY_NDTRI, 0.975, 1.959963984540054, 0},
+    {NK_UNARY_NDTRI, 0.5, 0.0, 0},
+    {NK_UNARY_NDTRI, 0.0, -INFINITY, 0},
+    {NK_UNARY_NDTRI, 1.0, INFINITY, 0},
+    {NK_UNARY_NDTRI, 1.5, NAN, 0},
+    {NK_UNARY_LOG_NDTR, 0.0, -0.6931471805599453, 0},
+    {NK_UNARY_LOG_NDTR, -10.0, -53.23128515051247, 0},
+    {NK_UNARY_ERFCX, 1.0, 0.42758357615580705, 0},
+    {NK_UNARY_ERFCX, 0.0, 1.0, 0},
+    {NK_UNARY_ERFCX, -30.0, INFINITY, 0},
+    {NK_UNARY_ENTR, 0.5, 0.34657359027997264, 0},
+    {NK_UNARY_ENTR, 0.0, 0.0, 0},
+    {NK_UNARY_ENTR, -1.0, -INFINITY, 0},
+    {NK_UNARY_AIRY_AI, 0.0, 0.3550280538878172, 0},
+    {NK_UNARY_AIRY_AI, 1.0, 0.1352924163128814, 0},
+    {NK_UNARY_AIRY_AI, -2.0, 0.22740742820168558, 0},
+    {NK_UNARY_BESSEL_J0, 1.0, 0.7651976865579666, 0},
+    {NK_UNARY_BESSEL_J0, 10.0, -0.24593576445134834, 2e-9}, /* ATen: -0.24593576441958856 */
+    {NK_UNARY_BESSEL_J1, 1.0, 0.44005058574493355, 0},
+    {NK_UNARY_BESSEL_J1, -1.0, -0.44005058574493355, 0},
+    {NK_UNARY_BESSEL_Y0, 1.0, 0.08825696421567697, 0},
+    {NK_UNARY_BESSEL_Y0, 0.0, -INFINITY, 0},
+    {NK_UNARY_BESSEL_Y0, -1.0, NAN, 0},
+    {NK_UNARY_BESSEL_Y1, 1.0, -0.7812128213002887, 0},
+    {NK_UNARY_MODIFIED_BESSEL_I0, 1.0, 1.2660658777520083, 0},
+    {NK_UNARY_MODIFIED_BESSEL_I1, 1.0, 0.5651591039924851, 0},
+    {NK_UNARY_MODIFIED_BESSEL_K0, 1.0, 0.42102443824070834, 0},
+    {NK_UNARY_MODIFIED_BESSEL_K0, 0.0, INFINITY, 0},
+    {NK_UNARY_MODIFIED_BESSEL_K1, 1.0, 0.6019072301972346, 0},
+    {NK_UNARY_SCALED_MODIFIED_BESSEL_K0, 1.0, 0.42102443824070834 * E_D, 0},
+    {NK_UNARY_SCALED_MODIFIED_BESSEL_K1, 1.0, 0.6019072301972346 * E_D, 0},
+    {NK_UNARY_SPHERICAL_BESSEL_J0, 1.0, 0.8414709848078965, 0},
+    {NK_UNARY_SPHERICAL_BESSEL_J0, 0.0, 1.0, 0},
+    {NK_UNARY_SPHERICAL_BESSEL_J0, INFINITY, 0.0, 0},
 };
 
-typedef struct { int op; double a, b, want; } bval;
+typedef struct { int op; double a, b, want, rel; } bval;
 
 static const bval binary_known[] = {
-    {NK_PW_IGAMMA, 1.0, 1.0, 1.0 - 1.0 / E_D},
-    {NK_PW_IGAMMA, 0.0, 1.0, 1.0},
-    {NK_PW_IGAMMA, 2.0, 0.0, 0.0},
-    {NK_PW_IGAMMA, -1.0, 1.0, NAN},
-    {NK_PW_IGAMMA, 100.0, 100.0, 0.5132987982791486}, /* the asymptotic series */
-    {NK_PW_IGAMMAC, 2.0, 1.0, 2.0 / E_D},
-    {NK_PW_IGAMMAC, 3.0, INFINITY, 0.0},
-    {NK_PW_IGAMMAC, 0.5, 10.0, 7.744216431044092e-06}, /* the continued fraction */
-    {NK_PW_ZETA, 2.0, 1.0, PI_D * PI_D / 6},
-    {NK_PW_ZETA, 4.0, 1.0, PI_D * PI_D * PI_D * PI_D / 90},
-    {NK_PW_ZETA, 2.0, 2.0, PI_D * PI_D / 6 - 1},
-    {NK_PW_ZETA, 1.0, 3.0, INFINITY},
-    {NK_PW_ZETA, 0.5, 3.0, NAN},
-    {NK_PW_CHEBYSHEV_T, 0.5, 3.0, -1.0},
-    {NK_PW_CHEBYSHEV_T, 0.3, 10.0, cos(10 * acos(0.3))},
-    {NK_PW_CHEBYSHEV_U, 0.5, 2.0, 0.0},
-    {NK_PW_CHEBYSHEV_U, 0.2, 3.0, 8 * 0.008 - 4 * 0.2},
-    {NK_PW_CHEBYSHEV_V, 0.5, 1.0, 0.0},  /* 2x - 1 */
-    {NK_PW_CHEBYSHEV_W, 0.5, 1.0, 2.0},  /* 2x + 1 */
-    {NK_PW_SHIFTED_CHEBYSHEV_T, 0.25, 2.0, -0.5}, /* T2(2x - 1) */
-    {NK_PW_SHIFTED_CHEBYSHEV_U, 0.75, 2.0, 0.0},  /* U2(0.5) */
-    {NK_PW_SHIFTED_CHEBYSHEV_V, 0.75, 1.0, 0.0},  /* V1(0.5) */
-    {NK_PW_SHIFTED_CHEBYSHEV_W, 0.75, 1.0, 2.0},  /* W1(0.5) */
-    {NK_PW_HERMITE_H, 0.5, 3.0, -5.0},
-    {NK_PW_HERMITE_H, 0.5, NAN, 0.0},
-    {NK_PW_HERMITE_H, 0.5, 1e6, NAN}, /* beyond the limit */
-    {NK_PW_HERMITE_HE, 0.5, 3.0, -1.375},
-    {NK_PW_LAGUERRE_L, 0.5, 2.0, 0.125},
-    {NK_PW_LEGENDRE_P, 0.5, 2.0, -0.125},
-    {NK_PW_LEGENDRE_P, 0.5, -1.0, 0.0},
-    {NK_PW_LEGENDRE_P, 0.5, INFINITY, 0.0}, /* x86's int64 of inf: a negative degree */
-    {NK_PW_CHEBYSHEV_T, 0.5, NAN, 0.0},
-    {NK_PW_CHEBYSHEV_T, 1.0, 7.0, 1.0},
-    {NK_PW_CHEBYSHEV_T, -1.0, 7.0, -1.0},
+    {NK_PW_IGAMMA, 1.0, 1.0, 1.0 - 1.0 / E_D, 0},
+    {NK_PW_IGAMMA, 0.0, 1.0, 1.0, 0},
+    {NK_PW_IGAMMA, 2.0, 0.0, 0.0, 0},
+    {NK_PW_IGAMMA, -1.0, 1.0, NAN, 0},
+    {NK_PW_IGAMMA, 100.0, 100.0, 0.51329879827914866, 1e-9}, /* the asymptotic series; ATen: 0.5132987980941123 */
+    {NK_PW_IGAMMAC, 2.0, 1.0, 2.0 / E_D, 0},
+    {NK_PW_IGAMMAC, 3.0, INFINITY, 0.0, 0},
+    {NK_PW_IGAMMAC, 0.5, 10.0, 7.744216431044092e-06, 0}, /* the continued fraction */
+    {NK_PW_ZETA, 2.0, 1.0, PI_D * PI_D / 6, 0},
+    {NK_PW_ZETA, 4.0, 1.0, PI_D * PI_D * PI_D * PI_D / 90, 0},
+    {NK_PW_ZETA, 2.0, 2.0, PI_D * PI_D / 6 - 1, 0},
+    {NK_PW_ZETA, 1.0, 3.0, INFINITY, 0},
+    {NK_PW_ZETA, 0.5, 3.0, NAN, 0},
+    {NK_PW_CHEBYSHEV_T, 0.5, 3.0, -1.0, 0},
+    {NK_PW_CHEBYSHEV_T, 0.3, 10.0, cos(10 * acos(0.3)), 0},
+    {NK_PW_CHEBYSHEV_U, 0.5, 2.0, 0.0, 0},
+    {NK_PW_CHEBYSHEV_U, 0.2, 3.0, 8 * 0.008 - 4 * 0.2, 0},
+    {NK_PW_CHEBYSHEV_V, 0.5, 1.0, 0.0, 0},  /* 2x - 1 */
+    {NK_PW_CHEBYSHEV_W, 0.5, 1.0, 2.0, 0},  /* 2x + 1 */
+    {NK_PW_SHIFTED_CHEBYSHEV_T, 0.25, 2.0, -0.5, 0}, /* T2(2x - 1) */
+    {NK_PW_SHIFTED_CHEBYSHEV_U, 0.75, 2.0, 0.0, 0},  /* U2(0.5) */
+    {NK_PW_SHIFTED_CHEBYSHEV_V, 0.75, 1.0, 0.0, 0},  /* V1(0.5) */
+    {NK_PW_SHIFTED_CHEBYSHEV_W, 0.75, 1.0, 2.0, 0},  /* W1(0.5) */
+    {NK_PW_HERMITE_H, 0.5, 3.0, -5.0, 0},
+    {NK_PW_HERMITE_H, 0.5, NAN, 0.0, 0},
+    {NK_PW_HERMITE_H, 0.5, 1e6, NAN, 0}, /* beyond the limit */
+    {NK_PW_HERMITE_HE, 0.5, 3.0, -1.375, 0},
+    {NK_PW_LAGUERRE_L, 0.5, 2.0, 0.125, 0},
+    {NK_PW_LEGENDRE_P, 0.5, 2.0, -0.125, 0},
+    {NK_PW_LEGENDRE_P, 0.5, -1.0, 0.0, 0},
+    {NK_PW_LEGENDRE_P, 0.5, INFINITY, 0.0, 0}, /* x86's int64 of inf: a negative degree */
+    {NK_PW_CHEBYSHEV_T, 0.5, NAN, 0.0, 0},
+    {NK_PW_CHEBYSHEV_T, 1.0, 7.0, 1.0, 0},
+    {NK_PW_CHEBYSHEV_T, -1.0, 7.0, -1.0, 0},
 };
 
 static void test_known_values(void) {
@@ -172,7 +176,7 @@ static void test_known_values(void) {
   for (int i = 0; i < nu; i++) {
     double got;
     run_unary(unary_known[i].op, NRT_FLOAT64, &unary_known[i].x, 1, &got);
-    int ok = close_to(got, unary_known[i].want, 1e-13, 1e-15);
+    int ok = close_to(got, unary_known[i].want, unary_known[i].rel > 0 ? unary_known[i].rel : 1e-13, 1e-15);
     if (!ok)
       fprintf(stderr, "  unary op %d at %g: %.17g, want %.17g\n", unary_known[i].op, unary_known[i].x,
               got, unary_known[i].want);
@@ -182,7 +186,7 @@ static void test_known_values(void) {
   for (int i = 0; i < nb; i++) {
     double got;
     run_binary(binary_known[i].op, NRT_FLOAT64, &binary_known[i].a, &binary_known[i].b, 1, &got);
-    int ok = close_to(got, binary_known[i].want, 1e-12, 1e-14);
+    int ok = close_to(got, binary_known[i].want, binary_known[i].rel > 0 ? binary_known[i].rel : 1e-12, 1e-14);
     if (!ok)
       fprintf(stderr, "  pointwise op %d at (%g, %g): %.17g, want %.17g\n", binary_known[i].op,
               binary_known[i].a, binary_known[i].b, got, binary_known[i].want);
@@ -214,8 +218,15 @@ static void test_precisions(void) {
     double scale = 0;
     for (int i = 0; i < SWEEP; i++) scale = fmax(scale, isfinite(d64[i]) ? fabs(d64[i]) : 0);
     for (int i = 0; i < SWEEP; i++) {
-      /* relative, or absolute near the zeros of the oscillating ones */
-      if (!close_to(d32[i], d64[i], 2e-5, 2e-6 * scale)) {
+      /* relative, or absolute near the zeros of the oscillating ones;
+       * float overflows where double does not; ATen's float Airy function
+       * loses digits for large negative x (the CPU's own float result) */
+      if (fabs(d64[i]) > FLT_MAX) {
+        if (!(isinf(d32[i]) || fabs(d32[i]) > 1e37)) bad++;
+        continue;
+      }
+      const double abs_tol = (op == NK_UNARY_AIRY_AI ? 5e-5 : 2e-6) * scale;
+      if (!close_to(d32[i], d64[i], 2e-5, abs_tol)) {
         if (!bad) fprintf(stderr, "  unary op %d float32 at %g: %.9g vs %.17g\n", op, xs[i], d32[i], d64[i]);
         bad++;
       }
