@@ -209,6 +209,21 @@ typedef enum nk_pointwise_op {
   NK_PW_HEAVISIDE,   /* a == 0 ? b : a > 0                                    */
   NK_PW_GCD,         /* integral only, like lcm; ATen's calc_gcd               */
   NK_PW_LCM,
+  NK_PW_IGAMMA,      /* regularised lower incomplete gamma P(a, b); floating */
+  NK_PW_IGAMMAC,     /* upper Q(a, b); floating like the rest of this block   */
+  NK_PW_ZETA,        /* Hurwitz zeta(a, b)                                    */
+  NK_PW_CHEBYSHEV_T, /* polynomial of degree b (int64 of b, as ATen) at a     */
+  NK_PW_CHEBYSHEV_U,
+  NK_PW_CHEBYSHEV_V,
+  NK_PW_CHEBYSHEV_W,
+  NK_PW_SHIFTED_CHEBYSHEV_T,
+  NK_PW_SHIFTED_CHEBYSHEV_U,
+  NK_PW_SHIFTED_CHEBYSHEV_V,
+  NK_PW_SHIFTED_CHEBYSHEV_W,
+  NK_PW_HERMITE_H,
+  NK_PW_HERMITE_HE,
+  NK_PW_LAGUERRE_L,
+  NK_PW_LEGENDRE_P,
   /* a */
   NK_PW_POW_SCALAR,       /* pow(a, s0)                                       */
   NK_PW_CLAMP_SCALAR,     /* min(max(a, s0), s1)                              */
@@ -293,6 +308,26 @@ typedef enum nk_unary_op {
   NK_UNARY_SOFTSHRINK, /* p0 = lambda                                      */
   NK_UNARY_LOG_SIGMOID,
   NK_UNARY_POLYGAMMA, /* p0.i = n >= 0 (0: digamma, 1: trigamma)           */
+  NK_UNARY_I0,        /* F from here to SPHERICAL_BESSEL_J0: ATen's Math.h */
+  NK_UNARY_I0E,       /* (special.c); float16/bfloat16 in float32          */
+  NK_UNARY_I1,
+  NK_UNARY_I1E,
+  NK_UNARY_NDTRI,
+  NK_UNARY_LOG_NDTR,
+  NK_UNARY_ERFCX,
+  NK_UNARY_ENTR,      /* -x log x; 0 at 0; -inf below                      */
+  NK_UNARY_AIRY_AI,
+  NK_UNARY_BESSEL_J0,
+  NK_UNARY_BESSEL_J1,
+  NK_UNARY_BESSEL_Y0,
+  NK_UNARY_BESSEL_Y1,
+  NK_UNARY_MODIFIED_BESSEL_I0,
+  NK_UNARY_MODIFIED_BESSEL_I1,
+  NK_UNARY_MODIFIED_BESSEL_K0,
+  NK_UNARY_MODIFIED_BESSEL_K1,
+  NK_UNARY_SCALED_MODIFIED_BESSEL_K0,
+  NK_UNARY_SCALED_MODIFIED_BESSEL_K1,
+  NK_UNARY_SPHERICAL_BESSEL_J0,
   NK_UNARY_BITWISE_NOT, /* IB                                              */
   NK_UNARY_ISNAN,     /* P from here on                                    */
   NK_UNARY_ISINF,

@@ -24,6 +24,7 @@
 #include "kernel_entries.h"
 #include "nd_iter.h"
 #include "neuron_kernels.h"
+#include "special_math.h"
 #include "validate.h"
 
 typedef struct pw_plan {
@@ -78,6 +79,21 @@ static const struct {
     [NK_PW_HEAVISIDE] = {"heaviside", 2, PW_ALL},
     [NK_PW_GCD] = {"gcd", 2, PW_INTEGRAL},
     [NK_PW_LCM] = {"lcm", 2, PW_INTEGRAL},
+    [NK_PW_IGAMMA] = {"igamma", 2, PW_FLOATING},
+    [NK_PW_IGAMMAC] = {"igammac", 2, PW_FLOATING},
+    [NK_PW_ZETA] = {"zeta", 2, PW_FLOATING},
+    [NK_PW_CHEBYSHEV_T] = {"chebyshev_polynomial_t", 2, PW_FLOATING},
+    [NK_PW_CHEBYSHEV_U] = {"chebyshev_polynomial_u", 2, PW_FLOATING},
+    [NK_PW_CHEBYSHEV_V] = {"chebyshev_polynomial_v", 2, PW_FLOATING},
+    [NK_PW_CHEBYSHEV_W] = {"chebyshev_polynomial_w", 2, PW_FLOATING},
+    [NK_PW_SHIFTED_CHEBYSHEV_T] = {"shifted_chebyshev_polynomial_t", 2, PW_FLOATING},
+    [NK_PW_SHIFTED_CHEBYSHEV_U] = {"shifted_chebyshev_polynomial_u", 2, PW_FLOATING},
+    [NK_PW_SHIFTED_CHEBYSHEV_V] = {"shifted_chebyshev_polynomial_v", 2, PW_FLOATING},
+    [NK_PW_SHIFTED_CHEBYSHEV_W] = {"shifted_chebyshev_polynomial_w", 2, PW_FLOATING},
+    [NK_PW_HERMITE_H] = {"hermite_polynomial_h", 2, PW_FLOATING},
+    [NK_PW_HERMITE_HE] = {"hermite_polynomial_he", 2, PW_FLOATING},
+    [NK_PW_LAGUERRE_L] = {"laguerre_polynomial_l", 2, PW_FLOATING},
+    [NK_PW_LEGENDRE_P] = {"legendre_polynomial_p", 2, PW_FLOATING},
     [NK_PW_POW_SCALAR] = {"pow", 1, PW_NUMBER},
     [NK_PW_CLAMP_SCALAR] = {"clamp", 1, PW_NUMBER},
     [NK_PW_CLAMP_MIN_SCALAR] = {"clamp_min", 1, PW_NUMBER},

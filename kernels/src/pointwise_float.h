@@ -81,6 +81,9 @@ NK_INLINE PW_T PW_FN(const pw_plan *p, nk_pointwise_op op, PW_T a, PW_T b, PW_T 
   case NK_PW_CLAMP_MAX_SCALAR: return s0 < a ? s0 : a;
   case NK_PW_ADDCMUL: return a + s0 * b * c;
   case NK_PW_ADDCDIV: return a + s0 * b / c;
-  default: return 0; /* integral-only ops and WHERE never get here (plan_pointwise) */
+  default: /* the special functions (special.c); integral-only ops and WHERE never get here */
+    if (NK_PW_IS_SPECIAL(op))
+      return _Generic(a, float: nk_special_binary_f32, default: nk_special_binary_f64)(op, a, b);
+    return 0;
   }
 }

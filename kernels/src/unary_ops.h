@@ -23,6 +23,7 @@
 
 #include "dtype_convert.h"
 #include "neuron_kernels.h"
+#include "special_math.h"
 
 /* which compute classes an op takes */
 enum { NK_UC_F = 1, NK_UC_I = 2, NK_UC_B = 4, NK_UC_P = 8 /* predicate: any class, bool result */ };
@@ -332,7 +333,8 @@ NK_INLINE float nk_unary_f32(nk_unary_op op, float x, const nk_uprm *p) {
   case NK_UNARY_LOG_SIGMOID: return (x < 0.0f ? x : 0.0f) - log1pf(expf(-fabsf(x)));
   case NK_UNARY_POLYGAMMA:
     return p->i[0] == 0 ? nk_digamma_f(x) : p->i[0] == 1 ? nk_trigamma_f(x) : (float)nk_polygamma(p->i[0], x);
-  default: return x; /* refused by the plan */
+  default: /* the special functions; anything else is refused by the plan */
+    return NK_UNARY_IS_SPECIAL(op) ? nk_special_unary_f32(op, x, p->tc) : x;
   }
 }
 
@@ -416,7 +418,7 @@ NK_INLINE double nk_unary_f64(nk_unary_op op, double x, const nk_uprm *p) {
     return isnan(x) ? x : x > p->d[0] ? x - p->d[0] : x < -p->d[0] ? x + p->d[0] : 0.0;
   case NK_UNARY_LOG_SIGMOID: return (x < 0.0 ? x : 0.0) - log1p(exp(-fabs(x)));
   case NK_UNARY_POLYGAMMA: return nk_polygamma(p->i[0], x);
-  default: return x;
+  default: return NK_UNARY_IS_SPECIAL(op) ? nk_special_unary_f64(op, x) : x;
   }
 }
 

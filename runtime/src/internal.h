@@ -3,6 +3,7 @@
 #define NRT_INTERNAL_H
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 
@@ -128,5 +129,13 @@ static inline void nrt_cpu_relax(void) {
   __builtin_ia32_pause();
 #endif
 }
+
+/* The periodic step of a bounded spin (every 64 polls, with the clock
+ * check): hands the core to any other runnable thread.  The runtime's
+ * threads (a stream's worker, the pool's helpers, a synchronising caller)
+ * outnumber the cores as soon as the pool uses them all; a spinner that
+ * only pauses keeps the core from the thread whose progress it awaits, up
+ * to the whole spin, each time. */
+static inline void nrt_spin_yield(void) { sched_yield(); }
 
 #endif

@@ -2,8 +2,14 @@
  *
  * TORCHNEURON_NUM_THREADS threads in all: the caller is worker 0 and
  * n-1 helper threads (started at the first parallel region) are workers
- * 1..n-1.  Chunks (at least grain long, except the last) are handed out by
- * an atomic counter.  One region runs at a time; a caller that finds the
+ * 1..n-1.  Chunks (at least grain long, except the last; about
+ * POOL_CHUNKS_PER_THREAD per thread) are handed out by an atomic counter.
+ * Several chunks per thread rather than one: on a machine whose cores the
+ * pool fills (and shares with the launching thread, other processes), a
+ * helper that wakes or is scheduled late used to leave its whole share
+ * for the caller to do after its own -- twice the time; now the others
+ * take what it has not claimed.  A worker may so call fn more than once in
+ * a region; every kernel's work is a function of the range alone.  One region runs at a time; a caller that finds the
  * pool busy (another stream's kernel), or that is already inside a region,
  * runs its whole range inline as worker 0, so nothing can deadlock.  Worker
  * indexes are therefore unique within one call, not across concurrent
@@ -18,11 +24,14 @@
  *
  * Latency: kernels come in bursts, so a helper polls `generation` for a
  * short while after each region before it sleeps, and the caller polls
- * for joined helpers to finish before it sleeps.  Generation changes and
+ * for joined helpers to finish before it sleeps.  The polls yield the core
+ * every 64 rounds (nrt_spin_yield), so a spinner never holds off a
+ * runnable thread for its whole spin.  Generation changes and
  * the sleeper count are both under wake_lock, so a wake-up is never lost. */
 #include "internal.h"
 
 #define SPIN_NS 30000u
+#define POOL_CHUNKS_PER_THREAD 8
 
 static int n_threads = 1;
 static pthread_mutex_t region_lock = PTHREAD_MUTEX_INITIALIZER; /* one region */
@@ -66,6 +75,7 @@ static int spin_until(int (*done)(void *), void *arg) {
       uint64_t now = nrt_now_ns();
       if (!until) until = now + SPIN_NS;
       else if (now > until) return done(arg);
+      nrt_spin_yield();
     }
     nrt_cpu_relax();
   }
@@ -124,7 +134,10 @@ void nrt_parallel_for(int64_t n, int64_t grain, nrt_range_fn fn, void *arg) {
     return;
   }
   if (!helpers) helpers = start_helpers();
-  int64_t per = n / helpers + (n % helpers != 0);
+  /* several chunks per thread: a thread the OS runs late costs only the
+   * chunks it has not claimed, which the others take */
+  const int64_t pieces = (int64_t)helpers * POOL_CHUNKS_PER_THREAD;
+  int64_t per = n / pieces + (n % pieces != 0);
   job.fn = fn;
   job.arg = arg;
   job.n = n;

@@ -223,6 +223,7 @@ static void wait_for_work(nrt_stream *s, uint64_t h) {
       uint64_t now = nrt_now_ns();
       if (!until) until = now + SPIN_NS;
       else if (now > until) break;
+      nrt_spin_yield();
     }
     nrt_cpu_relax();
   }
@@ -439,6 +440,7 @@ void nrt_stream_wait_seq(nrt_stream *s, uint64_t seq) {
       uint64_t now = nrt_now_ns();
       if (!until) until = now + SPIN_NS;
       else if (now > until) break;
+      nrt_spin_yield();
     }
     nrt_cpu_relax();
   }

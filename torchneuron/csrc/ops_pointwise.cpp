@@ -2,7 +2,8 @@
 // remainder, fmod, rounding division, maximum/minimum/fmax/fmin, atan2,
 // hypot, copysign, xlogy, xlog1py, nextafter, logaddexp(2), heaviside,
 // gcd, lcm, comparisons, logical and bitwise ops, shifts, where, clamp,
-// lerp, addcmul, addcdiv (and rsub, which calls sub).
+// lerp, addcmul, addcdiv (and rsub, which calls sub), and the special
+// functions of two arguments: igamma(c), zeta and the orthogonal polynomials.
 //
 // ATen does the work: the ops are structured (meta + impl, run on neuron by
 // structured.h) or shared CPU/CUDA functions (floor_divide, logical_*_out,
@@ -79,9 +80,11 @@ namespace {
 
 // The compute dtypes ATen's CPU kernel of an op dispatches over.
 enum Dtypes : unsigned {
-  kFloating = 1,  // float16, bfloat16, float32, float64
+  kFloat = 1,     // float32, float64
   kIntegral = 2,  // uint8, int8 ... int64
   kBool = 4,
+  kReduced = 8,   // float16, bfloat16
+  kFloating = kFloat | kReduced,
   kNumbers = kFloating | kIntegral,
   kBits = kIntegral | kBool,
   kAll = kFloating | kIntegral | kBool,
@@ -129,6 +132,21 @@ constexpr PointwiseOp kOps[] = {
     {NK_PW_HEAVISIDE, "heaviside", kAll},
     {NK_PW_GCD, "gcd", kIntegral},
     {NK_PW_LCM, "lcm", kIntegral},
+    {NK_PW_IGAMMA, "igamma", kFloating},
+    {NK_PW_IGAMMAC, "igammac", kFloating},
+    {NK_PW_ZETA, "zeta", kFloat},
+    {NK_PW_CHEBYSHEV_T, "chebyshev_polynomial_t", kFloat},
+    {NK_PW_CHEBYSHEV_U, "chebyshev_polynomial_u", kFloat},
+    {NK_PW_CHEBYSHEV_V, "chebyshev_polynomial_v", kFloat},
+    {NK_PW_CHEBYSHEV_W, "chebyshev_polynomial_w", kFloat},
+    {NK_PW_SHIFTED_CHEBYSHEV_T, "shifted_chebyshev_polynomial_t", kFloat},
+    {NK_PW_SHIFTED_CHEBYSHEV_U, "shifted_chebyshev_polynomial_u", kFloat},
+    {NK_PW_SHIFTED_CHEBYSHEV_V, "shifted_chebyshev_polynomial_v", kFloat},
+    {NK_PW_SHIFTED_CHEBYSHEV_W, "shifted_chebyshev_polynomial_w", kFloat},
+    {NK_PW_HERMITE_H, "hermite_polynomial_h", kFloat},
+    {NK_PW_HERMITE_HE, "hermite_polynomial_he", kFloat},
+    {NK_PW_LAGUERRE_L, "laguerre_polynomial_l", kFloat},
+    {NK_PW_LEGENDRE_P, "legendre_polynomial_p", kFloat},
     {NK_PW_POW_SCALAR, "pow", kNumbers},
     {NK_PW_CLAMP_SCALAR, "clamp", kNumbers},
     {NK_PW_CLAMP_MIN_SCALAR, "clamp_min", kNumbers},
@@ -150,7 +168,8 @@ static_assert(table_in_op_order(), "kOps lists every nk_pointwise_op in order");
 
 unsigned dtype_class(c10::ScalarType t) {
   if (t == c10::ScalarType::Bool) return kBool;
-  return c10::isFloatingType(t) ? kFloating : kIntegral;
+  if (t == c10::ScalarType::Half || t == c10::ScalarType::BFloat16) return kReduced;
+  return c10::isFloatingType(t) ? kFloat : kIntegral;
 }
 
 // out <- op(iter's inputs) computed in `compute`.  A dtype ATen's CPU kernel
@@ -358,6 +377,18 @@ void register_ops(torch::Library& m) {
   Structured<an::structured_lerp_Tensor, T, T, T>::register_ops(m, "lerp.Tensor", "lerp_.Tensor", "lerp.Tensor_out");
   Structured<an::structured_addcmul_out, T, T, T, S>::register_ops(m, "addcmul", "addcmul_", "addcmul.out");
   Structured<an::structured_addcdiv_out, T, T, T, S>::register_ops(m, "addcdiv", "addcdiv_", "addcdiv.out");
+  Binary<an::structured_igamma_out>::register_ops(m, "igamma", "igamma_", "igamma.out");
+  Binary<an::structured_igammac_out>::register_ops(m, "igammac", "igammac_", "igammac.out");
+  Binary<an::structured_special_zeta_out>::register_ops(m, "special_zeta", nullptr, "special_zeta.out");
+#define NEURON_SPECIAL_POLYNOMIAL(name) \
+  Binary<an::structured_special_##name##_out>::register_ops(m, "special_" #name, nullptr, "special_" #name ".out");
+  NEURON_SPECIAL_POLYNOMIAL(chebyshev_polynomial_t) NEURON_SPECIAL_POLYNOMIAL(chebyshev_polynomial_u)
+  NEURON_SPECIAL_POLYNOMIAL(chebyshev_polynomial_v) NEURON_SPECIAL_POLYNOMIAL(chebyshev_polynomial_w)
+  NEURON_SPECIAL_POLYNOMIAL(shifted_chebyshev_polynomial_t) NEURON_SPECIAL_POLYNOMIAL(shifted_chebyshev_polynomial_u)
+  NEURON_SPECIAL_POLYNOMIAL(shifted_chebyshev_polynomial_v) NEURON_SPECIAL_POLYNOMIAL(shifted_chebyshev_polynomial_w)
+  NEURON_SPECIAL_POLYNOMIAL(hermite_polynomial_h) NEURON_SPECIAL_POLYNOMIAL(hermite_polynomial_he)
+  NEURON_SPECIAL_POLYNOMIAL(laguerre_polynomial_l) NEURON_SPECIAL_POLYNOMIAL(legendre_polynomial_p)
+#undef NEURON_SPECIAL_POLYNOMIAL
 
   // Shared CPU/CUDA functions (their stubs are ours; rsub calls sub).
   using TT = at::Tensor (*)(T, T);
@@ -418,6 +449,21 @@ REGISTER_PRIVATEUSE1_DISPATCH(xlog1py_stub, &binary_stub<NK_PW_XLOG1PY>)
 REGISTER_PRIVATEUSE1_DISPATCH(heaviside_stub, &binary_stub<NK_PW_HEAVISIDE>)
 REGISTER_PRIVATEUSE1_DISPATCH(gcd_stub, &binary_stub<NK_PW_GCD>)
 REGISTER_PRIVATEUSE1_DISPATCH(lcm_stub, &binary_stub<NK_PW_LCM>)
+REGISTER_PRIVATEUSE1_DISPATCH(igamma_stub, &binary_stub<NK_PW_IGAMMA>)
+REGISTER_PRIVATEUSE1_DISPATCH(igammac_stub, &binary_stub<NK_PW_IGAMMAC>)
+REGISTER_PRIVATEUSE1_DISPATCH(zeta_stub, &binary_stub<NK_PW_ZETA>)
+REGISTER_PRIVATEUSE1_DISPATCH(chebyshev_polynomial_t_stub, &binary_stub<NK_PW_CHEBYSHEV_T>)
+REGISTER_PRIVATEUSE1_DISPATCH(chebyshev_polynomial_u_stub, &binary_stub<NK_PW_CHEBYSHEV_U>)
+REGISTER_PRIVATEUSE1_DISPATCH(chebyshev_polynomial_v_stub, &binary_stub<NK_PW_CHEBYSHEV_V>)
+REGISTER_PRIVATEUSE1_DISPATCH(chebyshev_polynomial_w_stub, &binary_stub<NK_PW_CHEBYSHEV_W>)
+REGISTER_PRIVATEUSE1_DISPATCH(shifted_chebyshev_polynomial_t_stub, &binary_stub<NK_PW_SHIFTED_CHEBYSHEV_T>)
+REGISTER_PRIVATEUSE1_DISPATCH(shifted_chebyshev_polynomial_u_stub, &binary_stub<NK_PW_SHIFTED_CHEBYSHEV_U>)
+REGISTER_PRIVATEUSE1_DISPATCH(shifted_chebyshev_polynomial_v_stub, &binary_stub<NK_PW_SHIFTED_CHEBYSHEV_V>)
+REGISTER_PRIVATEUSE1_DISPATCH(shifted_chebyshev_polynomial_w_stub, &binary_stub<NK_PW_SHIFTED_CHEBYSHEV_W>)
+REGISTER_PRIVATEUSE1_DISPATCH(hermite_polynomial_h_stub, &binary_stub<NK_PW_HERMITE_H>)
+REGISTER_PRIVATEUSE1_DISPATCH(hermite_polynomial_he_stub, &binary_stub<NK_PW_HERMITE_HE>)
+REGISTER_PRIVATEUSE1_DISPATCH(laguerre_polynomial_l_stub, &binary_stub<NK_PW_LAGUERRE_L>)
+REGISTER_PRIVATEUSE1_DISPATCH(legendre_polynomial_p_stub, &binary_stub<NK_PW_LEGENDRE_P>)
 REGISTER_PRIVATEUSE1_DISPATCH(eq_stub, &binary_stub<NK_PW_EQ>)
 REGISTER_PRIVATEUSE1_DISPATCH(ne_stub, &binary_stub<NK_PW_NE>)
 REGISTER_PRIVATEUSE1_DISPATCH(lt_stub, &binary_stub<NK_PW_LT>)

@@ -87,11 +87,12 @@ namespace torchneuron {
 namespace {
 
 // The dtypes ATen's CPU kernel of an op accepts (the dtype it computes in).
-enum class Support { kFloating, kNumber, kAll, kIntegral, kAny };
+enum class Support { kFloating, kFloat, kNumber, kAll, kIntegral, kAny };
 
 bool supported(Support s, c10::ScalarType t) {
   switch (s) {
     case Support::kFloating: return c10::isFloatingType(t);
+    case Support::kFloat: return t == c10::kFloat || t == c10::kDouble;  // no 16-bit CPU kernel
     case Support::kNumber: return t != c10::kBool;
     case Support::kIntegral: return c10::isIntegralType(t, /*includeBool=*/true);
     default: return true;
@@ -178,7 +179,27 @@ void unary_backward(at::TensorIteratorBase& iter, nk_unary_backward_op op, const
   X(silu_stub, NK_UNARY_SILU, "silu", kFloating)                      \
   X(mish_stub, NK_UNARY_MISH, "mish", kFloating)                      \
   X(hardsigmoid_stub, NK_UNARY_HARDSIGMOID, "hardsigmoid", kFloating) \
-  X(sinc_stub, NK_UNARY_SINC, "sinc", kFloating)
+  X(sinc_stub, NK_UNARY_SINC, "sinc", kFloating)                      \
+  X(i0_stub, NK_UNARY_I0, "i0", kFloating)                                                                                   \
+  X(special_i0e_stub, NK_UNARY_I0E, "special_i0e", kFloating)                                                                \
+  X(special_i1_stub, NK_UNARY_I1, "special_i1", kFloating)                                                                   \
+  X(special_i1e_stub, NK_UNARY_I1E, "special_i1e", kFloating)                                                                \
+  X(special_ndtri_stub, NK_UNARY_NDTRI, "special_ndtri", kFloat)                                                             \
+  X(special_log_ndtr_stub, NK_UNARY_LOG_NDTR, "special_log_ndtr", kFloat)                                                    \
+  X(special_erfcx_stub, NK_UNARY_ERFCX, "special_erfcx", kFloat)                                                             \
+  X(special_entr_stub, NK_UNARY_ENTR, "special_entr", kFloating)                                                             \
+  X(special_airy_ai_stub, NK_UNARY_AIRY_AI, "special_airy_ai", kFloat)                                                       \
+  X(special_bessel_j0_stub, NK_UNARY_BESSEL_J0, "special_bessel_j0", kFloat)                                                 \
+  X(special_bessel_j1_stub, NK_UNARY_BESSEL_J1, "special_bessel_j1", kFloat)                                                 \
+  X(special_bessel_y0_stub, NK_UNARY_BESSEL_Y0, "special_bessel_y0", kFloat)                                                 \
+  X(special_bessel_y1_stub, NK_UNARY_BESSEL_Y1, "special_bessel_y1", kFloat)                                                 \
+  X(special_modified_bessel_i0_stub, NK_UNARY_MODIFIED_BESSEL_I0, "special_modified_bessel_i0", kFloat)                      \
+  X(special_modified_bessel_i1_stub, NK_UNARY_MODIFIED_BESSEL_I1, "special_modified_bessel_i1", kFloat)                      \
+  X(special_modified_bessel_k0_stub, NK_UNARY_MODIFIED_BESSEL_K0, "special_modified_bessel_k0", kFloat)                      \
+  X(special_modified_bessel_k1_stub, NK_UNARY_MODIFIED_BESSEL_K1, "special_modified_bessel_k1", kFloat)                      \
+  X(special_scaled_modified_bessel_k0_stub, NK_UNARY_SCALED_MODIFIED_BESSEL_K0, "special_scaled_modified_bessel_k0", kFloat) \
+  X(special_scaled_modified_bessel_k1_stub, NK_UNARY_SCALED_MODIFIED_BESSEL_K1, "special_scaled_modified_bessel_k1", kFloat) \
+  X(special_spherical_bessel_j0_stub, NK_UNARY_SPHERICAL_BESSEL_J0, "special_spherical_bessel_j0", kFloat)
 
 #define NEURON_PREDICATE_STUBS(X)                       \
   X(signbit_stub, NK_UNARY_SIGNBIT, "signbit")          \
@@ -454,8 +475,19 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   NEURON_STRUCTURED_UNARY(digamma) NEURON_STRUCTURED_UNARY(floor) NEURON_STRUCTURED_UNARY(ceil)
   NEURON_STRUCTURED_UNARY(round) NEURON_STRUCTURED_UNARY(trunc) NEURON_STRUCTURED_UNARY(frac)
   NEURON_STRUCTURED_UNARY(bitwise_not) NEURON_STRUCTURED_UNARY(silu) NEURON_STRUCTURED_UNARY(mish)
-  NEURON_STRUCTURED_UNARY(hardsigmoid) NEURON_STRUCTURED_UNARY(sinc)
+  NEURON_STRUCTURED_UNARY(hardsigmoid) NEURON_STRUCTURED_UNARY(sinc) NEURON_STRUCTURED_UNARY(i0)
 #undef NEURON_STRUCTURED_UNARY
+  // the special functions (special.c): functional and out= only
+#define NEURON_STRUCTURED_SPECIAL(name) \
+  st::Structured<structured_##name##_out, T>::register_ops(m, #name, nullptr, #name ".out");
+  NEURON_STRUCTURED_SPECIAL(special_i0e) NEURON_STRUCTURED_SPECIAL(special_i1) NEURON_STRUCTURED_SPECIAL(special_i1e)
+  NEURON_STRUCTURED_SPECIAL(special_ndtri) NEURON_STRUCTURED_SPECIAL(special_log_ndtr) NEURON_STRUCTURED_SPECIAL(special_erfcx)
+  NEURON_STRUCTURED_SPECIAL(special_entr) NEURON_STRUCTURED_SPECIAL(special_airy_ai) NEURON_STRUCTURED_SPECIAL(special_bessel_j0)
+  NEURON_STRUCTURED_SPECIAL(special_bessel_j1) NEURON_STRUCTURED_SPECIAL(special_bessel_y0) NEURON_STRUCTURED_SPECIAL(special_bessel_y1)
+  NEURON_STRUCTURED_SPECIAL(special_modified_bessel_i0) NEURON_STRUCTURED_SPECIAL(special_modified_bessel_i1) NEURON_STRUCTURED_SPECIAL(special_modified_bessel_k0)
+  NEURON_STRUCTURED_SPECIAL(special_modified_bessel_k1) NEURON_STRUCTURED_SPECIAL(special_scaled_modified_bessel_k0) NEURON_STRUCTURED_SPECIAL(special_scaled_modified_bessel_k1)
+  NEURON_STRUCTURED_SPECIAL(special_spherical_bessel_j0)
+#undef NEURON_STRUCTURED_SPECIAL
   st::Structured<structured_signbit_out, T>::register_ops(m, "signbit", nullptr, "signbit.out");
   st::Structured<structured_isposinf_out, T>::register_ops(m, "isposinf", nullptr, "isposinf.out");
   st::Structured<structured_isneginf_out, T>::register_ops(m, "isneginf", nullptr, "isneginf.out");
