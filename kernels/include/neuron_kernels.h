@@ -86,6 +86,7 @@ typedef enum nk_kernel_id {
   NK_KERNEL_HISTOGRAM,       /* hist <- (weighted) counts of input rows in bins  */
   NK_KERNEL_LOGSPACE,        /* out (1-d) [i] <- base ^ (linspace exponent)     */
   NK_KERNEL_DIST,            /* cdist / pdist p-norm distances and backward    */
+  NK_KERNEL_EMBEDDING_BAG,   /* embedding_bag forward and backward (nk_embedding_bag_op) */
 
   NK_KERNEL_END
 } nk_kernel_id;
@@ -705,6 +706,41 @@ typedef struct nk_dist_params {
   int32_t reserved;
   double p;
 } nk_dist_params;
+/* NK_KERNEL_EMBEDDING_BAG: bags of rows of weight (V, D); indices and
+ * offsets are int32 or int64 (one dtype), every index is checked against
+ * [0, V) and every offset against [0, n]; bag b holds indices
+ * [offsets[b], offsets[b + 1]) (the last bag runs to n unless
+ * include_last_offset); an index equal to padding_idx is skipped.
+ *   FORWARD: [0] out (B, D), [1] offset2bag (n, int64: each index's bag, -1
+ *     for none), [2] bag_size (B, int64: non-padding indices), [3]
+ *     max_indices (B, D, int64; written for MAX only: the weight row of each
+ *     maximum, -1 for an empty bag), [4] weight, [5] indices (n), [6]
+ *     offsets, optional [7] per_sample_weights (n, SUM only).  SUM adds
+ *     (weighted) rows, MEAN divides by bag_size, MAX takes the elementwise
+ *     maximum; an empty bag gives zeros.
+ *   DENSE_BACKWARD: [0] grad_weight (V, D), [1] grad (B, D), [2] indices,
+ *     [3] offset2bag, [4] bag_size, [5] max_indices, optional [6]
+ *     per_sample_weights: each index's bag gradient (times its weight, / the
+ *     bag size for MEAN, / the index's count with scale_grad_by_freq) is
+ *     added to its row; MAX routes each element to its max_indices row.
+ *   PSW_BACKWARD: [0] grad_psw (n), [1] grad (B, D), [2] weight, [3]
+ *     indices, [4] offset2bag: dot(grad[bag], weight[index]), 0 for padding.
+ * Sums run in float (double for float64) in index order, per column, so
+ * results do not depend on the thread count. */
+typedef enum nk_embedding_bag_op {
+  NK_EMBAG_FORWARD = 0,
+  NK_EMBAG_DENSE_BACKWARD,
+  NK_EMBAG_PSW_BACKWARD,
+  NK_EMBAG_OP_COUNT
+} nk_embedding_bag_op;
+typedef enum nk_embedding_bag_mode { NK_EMBAG_SUM = 0, NK_EMBAG_MEAN, NK_EMBAG_MAX } nk_embedding_bag_mode;
+typedef struct nk_embedding_bag_params {
+  int32_t op;   /* nk_embedding_bag_op   */
+  int32_t mode; /* nk_embedding_bag_mode */
+  int32_t include_last_offset;
+  int32_t scale_grad_by_freq;
+  int64_t padding_idx; /* -1: none (already wrapped to [0, V)) */
+} nk_embedding_bag_params;
 
 typedef enum nk_isa { NK_ISA_PORTABLE = 0, NK_ISA_AVX2, NK_ISA_AVX512 } nk_isa;
 nk_isa nk_cpu_isa(void);               /* detected once; TORCHNEURON_ISA=portable|avx2|avx512 caps it */

@@ -54,6 +54,7 @@ int nk_unfold_backward_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 int nk_histogram_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 int nk_logspace_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 int nk_dist_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+int nk_embedding_bag_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 
 
 #endif /* NK_KERNEL_ENTRIES_H */

@@ -57,6 +57,7 @@ static const struct {
     {NK_KERNEL_HISTOGRAM, "histogram", nk_histogram_kernel},
     {NK_KERNEL_LOGSPACE, "logspace", nk_logspace_kernel},
     {NK_KERNEL_DIST, "dist", nk_dist_kernel},
+    {NK_KERNEL_EMBEDDING_BAG, "embedding_bag", nk_embedding_bag_kernel},
 
 };
 
@@ -116,4 +117,5 @@ NK_PARAMS_FIT(nk_unfold_backward_params);
 NK_PARAMS_FIT(nk_histogram_params);
 NK_PARAMS_FIT(nk_logspace_params);
 NK_PARAMS_FIT(nk_dist_params);
+NK_PARAMS_FIT(nk_embedding_bag_params);
 

@@ -17,7 +17,24 @@
  * NK_KERNEL_UNFOLD_BACKWARD is the gather form of unfold's backward: every
  * element of grad_input sums the window elements of grad that came from it,
  * so each output is written by one thread (no atomics, results independent
- * of the thread count) and no zero-fill is needed first. */
+ * of the thread count) and no zero-fill is needed first.
+ *
+ * NK_KERNEL_HISTOGRAM serves histc, histogram and histogramdd (ATen's CPU
+ * functions reach it through their three stubs).  Bin selection replays
+ * the CPU's formula in the input dtype's arithmetic (each float16/bfloat16
+ * step rounded) so edge cases land in the CPU's bin; counts and weights sum
+ * in double per fixed chunk of rows and the chunks are added in order (the
+ * CPU sums per-thread histograms in the input dtype, so its float16/bfloat16
+ * results above 256 per bin lose precision where ours do not).
+ *
+ * NK_KERNEL_LOGSPACE computes pow(base, exponent) in double with ATen's
+ * two-sided exponent formula; the glue derives start/end/step in the
+ * output dtype's terms, as the CPU does.
+ *
+ * NK_KERNEL_DIST is cdist/pdist and their backward with ATen's per-p
+ * special cases (0, 1, 2, inf, p < 2) computed in the operand dtype; the
+ * backward ops are gathers (each grad row is summed by one thread, in the
+ * CPU's order of pairs), so no atomics are needed. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* The long-tail kernels: NK_KERNEL_TAIL_POINTWISE (glu, glu_backward,
  * prelu, prelu_backward, renorm factor, frexp, cross), NK_KERNEL_UNFOLD_BACKWARD,
  * NK_KERNEL_HISTOGRAM, NK_KERNEL_LOGSPACE, NK_KERNEL_DIST (cdist/pdist and
- * their backward) and the sort kernel's NANMEDIAN selection, against references written
+ * their backward), NK_KERNEL_EMBEDDING_BAG and the sort kernel's NANMEDIAN selection, against references written
  * here (double math, rounded to the output dtype), over float32/float64/
  * bfloat16/float16 and integers (cross), contiguous, transposed, broadcast
  * (stride 0), 0-dim and 0-size operands, sizes that take the parallel path,
@@ -605,6 +605,140 @@ static void test_dist(void) {
   tk_free(dbuf);
 }
 
+
+/* -------------------------------------------------------- embedding bag */
+
+/* V x D weights, n indices (int32 or int64) into bags by offsets; forward
+ * in every mode (with padding, per-sample weights for sum, last offset
+ * included or not, an empty bag), then both backward ops, against loops
+ * written here. */
+static int check_embedding_bag(nrt_dtype wt, nrt_dtype it, int mode, int with_psw, int include_last, int64_t pad) {
+  enum { V = 7, D = 5, N = 11 };
+  const int64_t offs_v[] = {0, 3, 3, 8, N}; /* bags [0,3) [3,3) [3,8) [8,11) */
+  const int64_t B = 4, n_off = include_last ? 5 : 4;
+  const int64_t idx_v[N] = {1, 4, 4, 0, 6, 2, 1, 5, 3, 3, 6};
+  double w[V][D], psw[N], g[4][D];
+  size_t es = (size_t)tk_size(wt), is = (size_t)tk_size(it);
+  int64_t ws[2] = {V, D}, os[2] = {B, D}, nn = N;
+  void *bw = tk_alloc(es * V * D), *bi = tk_alloc(is * N), *bo_ = tk_alloc(is * 5), *bp = tk_alloc(es * N),
+       *bout = tk_alloc(es * (size_t)(B * D)), *b2b = tk_alloc(8 * N), *bsz = tk_alloc(8 * (size_t)B),
+       *bmax = tk_alloc(8 * (size_t)(B * D)), *bg = tk_alloc(es * (size_t)(B * D)), *bgw = tk_alloc(es * V * D),
+       *bgp = tk_alloc(es * N);
+  for (int r = 0; r < V; r++)
+    for (int d = 0; d < D; d++) { put(wt, (char *)bw + (r * D + d) * es, rnd()); w[r][d] = get(wt, (char *)bw + (r * D + d) * es); }
+  for (int i = 0; i < N; i++) {
+    put(it, (char *)bi + i * is, (double)idx_v[i]);
+    put(wt, (char *)bp + i * es, rnd());
+    psw[i] = get(wt, (char *)bp + i * es);
+  }
+  for (int b = 0; b < 5; b++) put(it, (char *)bo_ + b * is, (double)offs_v[b]);
+  for (int b = 0; b < B; b++)
+    for (int d = 0; d < D; d++) { put(wt, (char *)bg + (b * D + d) * es, rnd()); g[b][d] = get(wt, (char *)bg + (b * D + d) * es); }
+  nrt_operand f[8] = {tk_operand(bout, wt, 2, os, NULL), tk_vector(b2b, NRT_INT64, N), tk_vector(bsz, NRT_INT64, B),
+                      tk_operand(bmax, NRT_INT64, 2, os, NULL), tk_operand(bw, wt, 2, ws, NULL), tk_vector(bi, it, N),
+                      tk_vector(bo_, it, n_off), tk_vector(bp, wt, N)};
+  nk_embedding_bag_params prm = {.op = NK_EMBAG_FORWARD, .mode = mode, .include_last_offset = include_last,
+                                 .padding_idx = pad};
+  nrt_task t = tk_task(NK_KERNEL_EMBEDDING_BAG, with_psw ? 8 : 7, f, &prm, sizeof prm);
+  if (tk_run(&t) != NRT_SUCCESS) { fprintf(stderr, "  embedding_bag forward: %s\n", nrt_last_error()); return 0; }
+  int ok = 1;
+  int64_t maxrow[4][D], count[4];
+  for (int64_t b = 0; b < B; b++) {
+    int64_t s0 = offs_v[b], e0 = b + 1 < n_off ? offs_v[b + 1] : N;
+    count[b] = 0;
+    for (int64_t i = s0; i < e0; i++) count[b] += idx_v[i] != pad;
+    ok &= get(NRT_INT64, (char *)bsz + b * 8) == (double)count[b];
+    for (int64_t i = s0; i < e0; i++) ok &= get(NRT_INT64, (char *)b2b + i * 8) == (double)b;
+    for (int d = 0; d < D; d++) {
+      double acc = 0;
+      maxrow[b][d] = -1;
+      for (int64_t i = s0; i < e0; i++) {
+        if (idx_v[i] == pad) continue;
+        double v = w[idx_v[i]][d];
+        if (mode == NK_EMBAG_MAX) { if (maxrow[b][d] < 0 || v > acc) { acc = v; maxrow[b][d] = idx_v[i]; } }
+        else acc += with_psw ? psw[i] * v : v;
+      }
+      if (mode == NK_EMBAG_MEAN && count[b] > 0) acc /= (double)count[b];
+      double got = get(wt, (char *)bout + (b * D + d) * es);
+      if (!close_to(wt, got, rounded(wt, acc))) { fprintf(stderr, "  embag fwd mode %d b %lld d %d: got %g want %g\n", mode, (long long)b, d, got, acc); ok = 0; }
+      if (mode == NK_EMBAG_MAX) ok &= get(NRT_INT64, (char *)bmax + (b * D + d) * 8) == (double)maxrow[b][d];
+    }
+  }
+  if (!include_last) { /* no index left outside a bag */ }
+  /* dense backward */
+  nrt_operand bwo[7] = {tk_operand(bgw, wt, 2, ws, NULL), tk_operand(bg, wt, 2, os, NULL), f[5], f[1], f[2], f[3], f[7]};
+  prm.op = NK_EMBAG_DENSE_BACKWARD;
+  prm.scale_grad_by_freq = mode == NK_EMBAG_SUM && !with_psw;
+  t = tk_task(NK_KERNEL_EMBEDDING_BAG, with_psw ? 7 : 6, bwo, &prm, sizeof prm);
+  ok = ok && tk_run(&t) == NRT_SUCCESS;
+  double ref[V][D];
+  memset(ref, 0, sizeof ref);
+  int64_t freq[V] = {0};
+  for (int i = 0; i < N; i++) freq[idx_v[i]]++;
+  if (mode == NK_EMBAG_MAX) {
+    for (int b = 0; b < B; b++)
+      for (int d = 0; d < D; d++)
+        if (maxrow[b][d] >= 0) ref[maxrow[b][d]][d] += g[b][d];
+  } else {
+    for (int64_t b = 0; b < B; b++) {
+      int64_t s0 = offs_v[b], e0 = b + 1 < n_off ? offs_v[b + 1] : N;
+      for (int64_t i = s0; i < e0; i++) {
+        if (idx_v[i] == pad) continue;
+        double sc = with_psw ? psw[i] : 1;
+        if (mode == NK_EMBAG_MEAN) sc /= (double)count[b];
+        if (prm.scale_grad_by_freq) sc /= (double)freq[idx_v[i]];
+        for (int d = 0; d < D; d++) ref[idx_v[i]][d] += g[b][d] * sc;
+      }
+    }
+  }
+  for (int r = 0; ok && r < V; r++)
+    for (int d = 0; d < D; d++) {
+      double got = get(wt, (char *)bgw + (r * D + d) * es);
+      if (!close_to(wt, got, rounded(wt, ref[r][d]))) { fprintf(stderr, "  embag bwd mode %d row %d: got %g want %g\n", mode, r, got, ref[r][d]); ok = 0; break; }
+    }
+  /* per-sample-weights backward */
+  if (mode == NK_EMBAG_SUM) {
+    nrt_operand pb[5] = {tk_vector(bgp, wt, N), tk_operand(bg, wt, 2, os, NULL), f[4], f[5], f[1]};
+    prm.op = NK_EMBAG_PSW_BACKWARD;
+    t = tk_task(NK_KERNEL_EMBEDDING_BAG, 5, pb, &prm, sizeof prm);
+    ok = ok && tk_run(&t) == NRT_SUCCESS;
+    for (int64_t b = 0; ok && b < B; b++) {
+      int64_t s0 = offs_v[b], e0 = b + 1 < n_off ? offs_v[b + 1] : N;
+      for (int64_t i = s0; i < e0; i++) {
+        double want = 0;
+        if (idx_v[i] != pad)
+          for (int d = 0; d < D; d++) want += g[b][d] * w[idx_v[i]][d];
+        double got = get(wt, (char *)bgp + i * es);
+        if (!close_to(wt, got, rounded(wt, want))) { fprintf(stderr, "  embag psw bwd [%lld]: got %g want %g\n", (long long)i, got, want); ok = 0; }
+      }
+    }
+  }
+  (void)nn;
+  /* an index out of range fails, naming it */
+  put(it, (char *)bi + 4 * is, (double)V);
+  prm.op = NK_EMBAG_FORWARD;
+  t = tk_task(NK_KERNEL_EMBEDDING_BAG, with_psw ? 8 : 7, f, &prm, sizeof prm);
+  ok = ok && tk_fails_with(&t, "index 7 out of range [0, 7)");
+  put(it, (char *)bi + 4 * is, -2);
+  ok = ok && tk_fails_with(&t, "index -2 out of range");
+  put(it, (char *)bi + 4 * is, 1);
+  put(it, (char *)bo_ + 1 * is, (double)(N + 1));
+  ok = ok && tk_fails_with(&t, "offset 12 out of range");
+  tk_free(bw); tk_free(bi); tk_free(bo_); tk_free(bp); tk_free(bout); tk_free(b2b); tk_free(bsz);
+  tk_free(bmax); tk_free(bg); tk_free(bgw); tk_free(bgp);
+  return ok;
+}
+
+static void test_embedding_bag(void) {
+  for (int mode = 0; mode < 3; mode++) {
+    CHECK(check_embedding_bag(NRT_FLOAT32, NRT_INT64, mode, 0, 0, -1));
+    CHECK(check_embedding_bag(NRT_FLOAT64, NRT_INT32, mode, 0, 1, 4));
+    CHECK(check_embedding_bag(NRT_BFLOAT16, NRT_INT64, mode, 0, 1, -1));
+  }
+  CHECK(check_embedding_bag(NRT_FLOAT32, NRT_INT64, NK_EMBAG_SUM, 1, 0, 3));
+  CHECK(check_embedding_bag(NRT_FLOAT64, NRT_INT32, NK_EMBAG_SUM, 1, 1, -1));
+}
+
 /* ------------------------------------------------------- validation */
 
 static void test_validation(void) {
@@ -675,6 +809,7 @@ static void tests(void) {
   test_histogram();
   test_logspace();
   test_dist();
+  test_embedding_bag();
   test_validation();
 }
 

@@ -36,6 +36,7 @@
 #include <ATen/ops/_cdist_forward_native.h>
 #include <ATen/ops/_pdist_backward_native.h>
 #include <ATen/ops/_pdist_forward_native.h>
+#include <ATen/ops/_embedding_bag_backward_native.h>
 #include <ATen/ops/channel_shuffle_native.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/frexp_native.h>
@@ -51,6 +52,9 @@
 #include <ATen/ops/isin_native.h>
 #include <ATen/ops/nonzero.h>
 #include <ATen/ops/searchsorted.h>
+#include <ATen/ops/stack.h>
+#include <ATen/ops/ones.h>
+#include <ATen/ops/zeros.h>
 #include <ATen/ops/glu_native.h>
 #include <ATen/ops/leaky_relu.h>
 #include <ATen/ops/linalg_cross_native.h>
@@ -500,6 +504,166 @@ Tensor& logspace_out(const c10::Scalar& start, const c10::Scalar& end, int64_t s
   return result;
 }
 
+// ---- embedding_bag: ATen's _embedding_bag_cpu checks, NK_KERNEL_EMBEDDING_BAG ----
+
+using EmbagResult = std::tuple<Tensor, Tensor, Tensor, Tensor>;
+
+EmbagResult embedding_bag_forward(const Tensor& weight, const Tensor& indices_, const Tensor& offsets_,
+                                  bool scale_grad_by_freq, int64_t mode, bool sparse,
+                                  const std::optional<Tensor>& per_sample_weights, bool include_last_offset,
+                                  int64_t padding_idx, const char* schema) {
+  if (!structured::all_native(weight, indices_, offsets_, per_sample_weights)) {
+    const c10::OperatorHandle op = c10::Dispatcher::singleton().findSchemaOrThrow(schema, "");
+    torch::jit::Stack stack{weight, indices_, offsets_, scale_grad_by_freq, mode, sparse, per_sample_weights,
+                            include_last_offset, padding_idx};
+    cpu_fallback(op, &stack);
+    return {stack[0].toTensor(), stack[1].toTensor(), stack[2].toTensor(), stack[3].toTensor()};
+  }
+  TORCH_CHECK(indices_.dim() == 1 || indices_.dim() == 2, "input has to be a 1D or 2D Tensor, but got Tensor of dimension ",
+              indices_.dim());
+  if (indices_.dim() == 1) {
+    TORCH_CHECK(offsets_.dim() == 1, "offsets has to be a 1D Tensor, but got Tensor of dimension ", offsets_.dim());
+  }
+  TORCH_CHECK(weight.dim() == 2, "weight has to be a 2D Tensor, but got Tensor of dimension ", weight.dim());
+  const auto it = indices_.scalar_type(), ot = offsets_.scalar_type();
+  TORCH_CHECK(it == at::kLong || it == at::kInt, "embedding_bag: expected indices to be Long or Int, got ", it);
+  TORCH_CHECK(ot == at::kLong || ot == at::kInt, "embedding_bag: expected offsets to be Long or Int, got ", ot);
+  TORCH_CHECK(c10::isFloatingType(weight.scalar_type()), "embedding_bag: expected weight to be floating, got ",
+              weight.scalar_type());
+  TORCH_CHECK(mode >= 0 && mode <= 2, "embedding_bag: mode must be 0 (sum), 1 (mean) or 2 (max), got ", mode);
+  Tensor indices = indices_, offsets = offsets_;
+  if (indices.dim() == 2) {
+    offsets = at::arange(0, indices.numel(), indices.size(1), indices.options());
+    indices = indices.reshape({-1});
+  }
+  if (indices.scalar_type() != offsets.scalar_type()) {
+    indices = indices.to(at::kLong);
+    offsets = offsets.to(at::kLong);
+  }
+  Tensor psw;
+  if (per_sample_weights.has_value() && per_sample_weights->defined()) {
+    psw = *per_sample_weights;
+    TORCH_CHECK(mode == 0, "embedding_bag: per_sample_weights only supported with mode='sum'");
+    TORCH_CHECK(psw.scalar_type() == weight.scalar_type(), "embedding_bag: expected per_sample_weights to have dtype ",
+                weight.scalar_type(), ", got ", psw.scalar_type());
+    TORCH_CHECK(psw.dim() == 1, "embedding_bag: per_sample_weights has to be 1D");
+    TORCH_CHECK(psw.numel() == indices.numel(), "embedding_bag: expected per_sample_weights.numel() (", psw.numel(),
+                " to be the same as indices.numel() (", indices.numel(), ")");
+  }
+  if (include_last_offset) {
+    TORCH_CHECK(offsets.size(0) >= 1, "include_last_offset: number of offset should be at least 1");
+  }
+  if (offsets.size(0) > 0) {
+    Tensor ends = at::stack({offsets[0], offsets[-1]}).to(at::kLong).cpu();
+    const int64_t first = ends.data_ptr<int64_t>()[0], last = ends.data_ptr<int64_t>()[1];
+    TORCH_CHECK(first == 0, "offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from "
+                "position 0. However, got ", first);
+    TORCH_CHECK(last <= indices.size(0), "offsets[-1] can not be greater than input's length ", indices.size(0),
+                ", but got offsets[-1] of ", last);
+  }
+  const int64_t bags = offsets.size(0) - (include_last_offset ? 1 : 0), D = weight.size(1);
+  const auto lopt = indices.options().dtype(at::kLong);
+  Tensor output = at::empty({bags, D}, weight.options());
+  Tensor offset2bag = at::empty({indices.size(0)}, lopt);
+  Tensor bag_size = at::empty({bags}, lopt);
+  Tensor max_indices = mode == 2 ? at::empty({bags, D}, lopt) : at::zeros({bags}, lopt);
+  if (bags > 0 || indices.numel() > 0) {
+    const char* name = "aten::_embedding_bag";
+    Task task(NK_KERNEL_EMBEDDING_BAG, name, psw.defined() ? 8 : 7);
+    int k = 0;
+    for (const Tensor& t : {output, offset2bag, bag_size, max_indices, weight, indices, offsets}) {
+      describe_or_fail(t, task.operand(k++), name);
+    }
+    if (psw.defined()) describe_or_fail(psw, task.operand(k++), name);
+    auto* p = task.params<nk_embedding_bag_params>();
+    p->op = NK_EMBAG_FORWARD;
+    p->mode = static_cast<int32_t>(mode);
+    p->include_last_offset = include_last_offset;
+    p->padding_idx = padding_idx;
+    launch(weight.device().index(), task);
+  }
+  (void)scale_grad_by_freq;
+  (void)sparse;
+  return {output, offset2bag, bag_size, max_indices};
+}
+
+EmbagResult embedding_bag(const Tensor& weight, const Tensor& indices, const Tensor& offsets, bool scale_grad_by_freq,
+                          int64_t mode, bool sparse, const std::optional<Tensor>& psw, bool include_last_offset,
+                          int64_t padding_idx) {
+  return embedding_bag_forward(weight, indices, offsets, scale_grad_by_freq, mode, sparse, psw, include_last_offset,
+                               padding_idx, "aten::_embedding_bag");
+}
+EmbagResult embedding_bag_forward_only(const Tensor& weight, const Tensor& indices, const Tensor& offsets,
+                                       bool scale_grad_by_freq, int64_t mode, bool sparse,
+                                       const std::optional<Tensor>& psw, bool include_last_offset, int64_t padding_idx) {
+  return embedding_bag_forward(weight, indices, offsets, scale_grad_by_freq, mode, sparse, psw, include_last_offset,
+                               padding_idx, "aten::_embedding_bag_forward_only");
+}
+
+Tensor embedding_bag_dense_backward(const Tensor& grad, const Tensor& indices, const Tensor& offset2bag,
+                                    const Tensor& bag_size, const Tensor& maximum_indices, int64_t num_weights,
+                                    bool scale_grad_by_freq, int64_t mode, const std::optional<Tensor>& psw_opt,
+                                    int64_t padding_idx) {
+  if (!structured::all_native(grad, indices, offset2bag, bag_size, maximum_indices, psw_opt)) {
+    return run_on_cpu("aten::_embedding_bag_dense_backward", "",
+                      {grad, indices, offset2bag, bag_size, maximum_indices, num_weights, scale_grad_by_freq, mode,
+                       psw_opt, padding_idx})
+        .toTensor();
+  }
+  Tensor grad_weight = at::empty({num_weights, grad.size(1)}, grad.options());
+  if (grad_weight.numel() == 0) return grad_weight;
+  const char* name = "aten::_embedding_bag_dense_backward";
+  const bool has_psw = psw_opt.has_value() && psw_opt->defined();
+  Tensor o2b = offset2bag.to(at::kLong), bs = bag_size.to(at::kLong);
+  Tensor mi = mode == 2 ? maximum_indices.to(at::kLong) : at::zeros({grad.size(0), grad.size(1)}, o2b.options());
+  Task task(NK_KERNEL_EMBEDDING_BAG, name, has_psw ? 7 : 6);
+  int k = 0;
+  for (const Tensor& t : {grad_weight, grad, indices, o2b, bs, mi}) describe_or_fail(t, task.operand(k++), name);
+  if (has_psw) describe_or_fail(*psw_opt, task.operand(k++), name);
+  auto* p = task.params<nk_embedding_bag_params>();
+  p->op = NK_EMBAG_DENSE_BACKWARD;
+  p->mode = static_cast<int32_t>(mode);
+  p->scale_grad_by_freq = scale_grad_by_freq;
+  p->padding_idx = padding_idx;
+  launch(grad.device().index(), task);
+  return grad_weight;
+}
+
+// ATen's make_offset2bag: each index's bag from the offsets.
+Tensor offset2bag_from(const Tensor& offsets, int64_t n) {
+  Tensor o2b = at::zeros({n + 1}, offsets.options().dtype(at::kLong));
+  o2b.index_add_(0, offsets.to(at::kLong), at::ones({offsets.size(0)}, o2b.options()));
+  o2b[0] -= 1;
+  return o2b.cumsum(0).narrow(0, 0, n);
+}
+
+Tensor embedding_bag_psw_backward(const Tensor& grad, const Tensor& weight, const Tensor& indices,
+                                  const Tensor& offsets, const Tensor& offset2bag, int64_t mode, int64_t padding_idx) {
+  if (!structured::all_native(grad, weight, indices, offsets, offset2bag)) {
+    return run_on_cpu("aten::_embedding_bag_per_sample_weights_backward", "",
+                      {grad, weight, indices, offsets, offset2bag, mode, padding_idx})
+        .toTensor();
+  }
+  TORCH_CHECK(mode == 0, "embedding_bag_backward: per_sample_weights only supported for mode='sum'");
+  TORCH_CHECK(grad.dim() == 2 && weight.dim() == 2 && grad.size(1) == weight.size(1),
+              "embedding_bag_backward: grad and weight must be 2-D with one embedding size");
+  const int64_t n = indices.numel();
+  Tensor idx = indices.reshape({-1});
+  Tensor o2b = offset2bag.numel() == 0 && n > 0 ? offset2bag_from(offsets, n) : offset2bag.to(at::kLong);
+  Tensor out = at::empty({n}, grad.options());
+  if (n == 0) return out;
+  const char* name = "aten::_embedding_bag_per_sample_weights_backward";
+  Task task(NK_KERNEL_EMBEDDING_BAG, name, 5);
+  int k = 0;
+  for (const Tensor& t : {out, grad, weight, idx, o2b}) describe_or_fail(t, task.operand(k++), name);
+  auto* p = task.params<nk_embedding_bag_params>();
+  p->op = NK_EMBAG_PSW_BACKWARD;
+  p->mode = 0;
+  p->padding_idx = padding_idx;
+  launch(grad.device().index(), task);
+  return out;
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -534,6 +698,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("nonzero_static", TORCH_FN(nonzero_static));
   m.impl("nonzero_static.out", TORCH_FN(nonzero_static_out));
   m.impl("logspace.out", TORCH_FN(logspace_out));
+  m.impl("_embedding_bag", TORCH_FN(embedding_bag));
+  m.impl("_embedding_bag_forward_only", TORCH_FN(embedding_bag_forward_only));
+  m.impl("_embedding_bag_backward", TORCH_FN(at::native::_embedding_bag_backward_symint));
+  m.impl("_embedding_bag_dense_backward", TORCH_FN(embedding_bag_dense_backward));
+  m.impl("_embedding_bag_per_sample_weights_backward", TORCH_FN(embedding_bag_psw_backward));
   st::Shared<&at::native::_cdist_forward>::register_op(m, "_cdist_forward");
   st::Shared<&at::native::_cdist_backward>::register_op(m, "_cdist_backward");
   st::Shared<&at::native::_pdist_forward>::register_op(m, "_pdist_forward");
