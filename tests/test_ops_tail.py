@@ -1,5 +1,6 @@
 """The long tail on neuron vs the CPU (ops_tail.cpp, kernels/src/tail.c):
 glu (+ backward), prelu (+ backward), rrelu, renorm, cross/linalg.cross,
+cdist/pdist (+ backward), embedding_bag (+ backward),
 frexp, unfold's backward, channel_shuffle, normal with tensor mean/std,
 sgn's backward (_efficientzerotensor), isin, repeat_interleave,
 nonzero_static, logspace, histc/histogram/histogramdd and nanmedian.
@@ -386,3 +387,82 @@ def test_nanmedian_grad_and_masked_median():
     mask = rand((5, 6), torch.int64, lo=0, hi=1).bool()
     got = torch.masked._ops.median(x.to(D), 1, mask=mask.to(D))
     same(got, torch.masked._ops.median(x, 1, mask=mask))
+
+
+# ---- cdist / pdist ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_cdist_matches_cpu(dtype):
+    a, b = rand((2, 5, 4), dtype), rand((2, 6, 4), dtype, seed=1)
+    for p in (0.0, 1.0, 2.0, 0.5, 1.5, 3.0, float("inf")):
+        same(torch.cdist(a.to(D), b.to(D), p), torch.cdist(a, b, p))
+        same(torch.cdist(a.to(D), b.to(D), p, compute_mode="donot_use_mm_for_euclid_dist"),
+             torch.cdist(a, b, p, compute_mode="donot_use_mm_for_euclid_dist"))
+    same(torch.cdist(a[0].t().to(D), b[0].t().to(D)), torch.cdist(a[0].t(), b[0].t()))  # non-contiguous
+    same(torch.cdist(a[:, :0].to(D), b.to(D)), torch.cdist(a[:, :0], b))
+    big1, big2 = rand((40, 3), dtype), rand((30, 3), dtype, seed=2)  # the matmul path for p = 2
+    same(torch.cdist(big1.to(D), big2.to(D)), torch.cdist(big1, big2))
+
+
+def test_cdist_pdist_grads():
+    a, b = rand((5, 3)), rand((4, 3), seed=1)
+    for p in (1.0, 2.0, 0.5, 3.0, float("inf")):
+        grads_match(lambda x, y: torch.cdist(x, y, p, compute_mode="donot_use_mm_for_euclid_dist"), a, b)
+        grads_match(lambda x: F.pdist(x, p), a)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_pdist_matches_cpu(dtype):
+    x = rand((7, 4), dtype)
+    for p in (0.0, 1.0, 2.0, 0.5, 3.0, float("inf")):
+        same(F.pdist(x.to(D), p), F.pdist(x, p))
+    same(F.pdist(x[:1].to(D)), F.pdist(x[:1]))
+
+
+# ---- embedding_bag -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag_matches_cpu(dtype, mode):
+    w = rand((10, 4), dtype)
+    idx = torch.tensor([1, 4, 4, 0, 9, 2, 1, 5, 3, 3])
+    for offsets, last in ((torch.tensor([0, 3, 3, 7]), False), (torch.tensor([0, 2, 8, 10]), True)):
+        for pad in (None, 4):
+            kw = dict(mode=mode, include_last_offset=last, padding_idx=pad)
+            same(F.embedding_bag(idx.to(D), w.to(D), offsets.to(D), **kw), F.embedding_bag(idx, w, offsets, **kw),
+                 **tol(dtype))
+    same(F.embedding_bag(idx.view(2, 5).to(D), w.to(D), mode=mode), F.embedding_bag(idx.view(2, 5), w, mode=mode),
+         **tol(dtype))
+    same(F.embedding_bag(idx.int().to(D), w.to(D), torch.tensor([0, 5], dtype=torch.int32).to(D), mode=mode),
+         F.embedding_bag(idx.int(), w, torch.tensor([0, 5], dtype=torch.int32), mode=mode), **tol(dtype))
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag_grads(mode):
+    w = rand((10, 4), torch.float64)
+    idx, offsets = torch.tensor([1, 4, 4, 0, 9, 2, 1, 5]), torch.tensor([0, 3, 3, 6])
+    grads_match(lambda t: F.embedding_bag(idx.to(t.device), t, offsets.to(t.device), mode=mode), w)
+    grads_match(lambda t: F.embedding_bag(idx.to(t.device), t, offsets.to(t.device), mode=mode, padding_idx=4), w)
+    if mode != "max":
+        grads_match(lambda t: F.embedding_bag(idx.to(t.device), t, offsets.to(t.device), mode=mode,
+                                              scale_grad_by_freq=True), w)
+    if mode == "sum":
+        psw = rand((8,), torch.float64, seed=5)
+        grads_match(lambda t, s: F.embedding_bag(idx.to(t.device), t, offsets.to(t.device), mode="sum",
+                                                 per_sample_weights=s), w, psw)
+
+
+def test_embedding_bag_errors():
+    w = torch.ones(5, 3, device=D)
+    with pytest.raises(RuntimeError, match="out of range"):
+        F.embedding_bag(torch.tensor([1, 5], device=D), w, torch.tensor([0], device=D))
+        torch.neuron.synchronize()
+    with pytest.raises(RuntimeError, match="out of range"):
+        F.embedding_bag(torch.tensor([1, -1], device=D), w, torch.tensor([0], device=D))
+        torch.neuron.synchronize()
+    with pytest.raises(RuntimeError, match="offsets\\[0\\] has to be 0"):
+        F.embedding_bag(torch.tensor([1, 2], device=D), w, torch.tensor([1], device=D))
+    with pytest.raises(RuntimeError, match="per_sample_weights only supported with mode='sum'"):
+        F.embedding_bag(torch.tensor([1, 2], device=D), w, torch.tensor([0], device=D), mode="mean",
+                        per_sample_weights=torch.ones(2, device=D))
+    torch.neuron.synchronize()

@@ -62,7 +62,10 @@
 #include <ATen/ops/unfold_backward_native.h>
 #include <ATen/ops/where.h>
 #include <ATen/Dispatch.h>
+#include <ATen/EmptyTensor.h>
+#include <c10/core/DefaultDtype.h>
 #include <c10/core/DeviceGuard.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/library.h>
 
 #include <tuple>
