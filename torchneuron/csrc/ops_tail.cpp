@@ -248,15 +248,19 @@ void launch_dist(nk_dist_op op, double p, std::initializer_list<Tensor> operands
   launch(operands.begin()->device().index(), task);
 }
 
+// (ATen calls these only with every size nonzero; batch dims are flattened
+// here whatever their number.)
 void cdist_kernel(Tensor& result, const Tensor& x1, const Tensor& x2, const double p) {
-  const int64_t b = x1.size(0), r1 = x1.size(1), r2 = x2.size(1);
-  launch_dist(NK_DIST_CDIST, p, {result.view({b, r1, r2}), x1, x2}, "aten::_cdist_forward");
+  const int64_t r1 = x1.size(-2), m = x1.size(-1), r2 = x2.size(-2), b = x1.numel() / (r1 * m);
+  launch_dist(NK_DIST_CDIST, p, {result.view({b, r1, r2}), x1.reshape({b, r1, m}), x2.reshape({b, r2, m})},
+              "aten::_cdist_forward");
 }
 void cdist_backward_kernel(Tensor& grad_x1, const Tensor& grad, const Tensor& x1, const Tensor& x2, const double p,
                            const Tensor& dist) {
-  const int64_t b = x1.size(0), r1 = x1.size(1), r2 = x2.size(1), m = x1.size(2);
+  const int64_t r1 = x1.size(-2), m = x1.size(-1), r2 = x2.size(-2), b = x1.numel() / (r1 * m);
   launch_dist(NK_DIST_CDIST_BACKWARD, p,
-              {grad_x1.view({b, r1, m}), grad.reshape({b, r1, r2}), x1, x2, dist.reshape({b, r1, r2})},
+              {grad_x1.view({b, r1, m}), grad.reshape({b, r1, r2}), x1.reshape({b, r1, m}), x2.reshape({b, r2, m}),
+               dist.reshape({b, r1, r2})},
               "aten::_cdist_backward");
 }
 void pdist_forward_kernel(Tensor& result, const Tensor& self, const double p) {
