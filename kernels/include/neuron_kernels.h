@@ -84,6 +84,12 @@ typedef enum nk_kernel_id {
   /* special functions */
 
   /* long tail */
+  NK_KERNEL_TAIL_POINTWISE, /* glu, prelu, renorm factor, frexp, cross (nk_tail_op) */
+  NK_KERNEL_UNFOLD_BACKWARD, /* grad_input <- sum of unfold's windows over it */
+  NK_KERNEL_HISTOGRAM,       /* hist <- (weighted) counts of input rows in bins  */
+  NK_KERNEL_LOGSPACE,        /* out (1-d) [i] <- base ^ (linspace exponent)     */
+  NK_KERNEL_DIST,            /* cdist / pdist p-norm distances and backward    */
+  NK_KERNEL_EMBEDDING_BAG,   /* embedding_bag forward and backward (nk_embedding_bag_op) */
 
   NK_KERNEL_END
 } nk_kernel_id;
@@ -474,6 +480,8 @@ typedef enum nk_sort_order {
                        in the slice gives its first NaN (torch.median) */
   NK_SORT_CPU_MODE, /* the most frequent value (the smallest on a tie) and
                        the index ATen's CPU mode reports (std::sort order) */
+  NK_SORT_NANMEDIAN, /* the lower median of the non-NaN values; the first
+                        NaN when the slice has only NaNs (torch.nanmedian) */
   NK_SORT_ORDER_COUNT
 } nk_sort_order;
 typedef struct nk_sort_params {
@@ -730,6 +738,122 @@ typedef struct nk_multi_margin_params {
 /* ---- special functions ---- */
 
 /* ---- long tail ---- */
+typedef enum nk_tail_op {
+  NK_TAIL_GLU = 0,        /* [0] out <- a * sigmoid(b); [1] a, [2] b            */
+  NK_TAIL_GLU_BACKWARD,   /* [0] gA <- s*g, [1] gB <- (1-s)*s*a*g, s = sigmoid(b);
+                             [2] a, [3] b, [4] g                              */
+  NK_TAIL_PRELU,          /* [0] out <- x > 0 ? x : w*x; [1] x, [2] w          */
+  NK_TAIL_PRELU_BACKWARD, /* [0] gx <- x > 0 ? g : w*g, [1] gw <- x > 0 ? 0 : x*g;
+                             [2] x, [3] w, [4] g                              */
+  NK_TAIL_RENORM_FACTOR,  /* [0] out <- norm > s ? s / (norm + 1e-7) : 1; [1] norm */
+  NK_TAIL_FREXP,          /* [0] mantissa, [1] exponent (int32) <- frexp([2] x) */
+  NK_TAIL_CROSS,          /* [0] out <- [1] a x [2] b along dim (size 3 there) */
+  NK_TAIL_OP_COUNT
+} nk_tail_op;
+/* NK_KERNEL_TAIL_POINTWISE: elementwise operands (same ndim and sizes, byte
+ * strides, own dtypes) as listed per op.  compute is the nrt_dtype the math
+ * runs in (float64 in double, other floating dtypes in float; cross also
+ * takes integral dtypes, wrapping in int64). */
+typedef struct nk_tail_pointwise_params {
+  int32_t op;      /* nk_tail_op */
+  int32_t compute; /* nrt_dtype  */
+  int32_t dim;     /* cross */
+  int32_t reserved;
+  double scalar;   /* renorm: maxnorm */
+} nk_tail_pointwise_params;
+/* NK_KERNEL_UNFOLD_BACKWARD: operands [0] grad_input (ndim >= 1), [1] grad
+ * (grad_input's dims, dim holding the window count, plus a last dim of
+ * `size`), same dtype.  Every grad_input element along dim at position i is
+ * the sum of grad[.., w, .., i - w*step] over the windows w that cover i
+ * (0 where none do). */
+typedef struct nk_unfold_backward_params {
+  int32_t dim;
+  int32_t reserved;
+  int64_t size, step;
+} nk_unfold_backward_params;
+/* NK_KERNEL_HISTOGRAM: operands [0] hist (dims-d, sizes n_edges[d] - 1),
+ * [1] input (2-d: rows x dims), [2] edges (1-d: every dim's increasing
+ * edges, concatenated), optional [3] weight (1-d, one per row); input,
+ * edges and weight share one floating dtype.  Each row whose every
+ * coordinate lies within its dim's outer edges (not NaN) adds its weight (1
+ * without) to its bin; the last bin includes its right edge.  The bin is
+ * found as ATen's CPU does: LINEAR is (x - lo) * (n - 1) / (hi - lo) in the
+ * input dtype's arithmetic (torch.histc), LINEAR_LOCAL_SEARCH corrects it
+ * against the neighbouring edges, BINARY_SEARCH searches the edges.  Sums
+ * are in double, per fixed chunk of rows, the chunks summed in order. */
+#define NK_HISTOGRAM_MAX_DIMS 16
+typedef enum nk_histogram_algorithm {
+  NK_HISTOGRAM_LINEAR = 0,
+  NK_HISTOGRAM_LINEAR_LOCAL_SEARCH,
+  NK_HISTOGRAM_BINARY_SEARCH
+} nk_histogram_algorithm;
+typedef struct nk_histogram_params {
+  int32_t algorithm; /* nk_histogram_algorithm */
+  int32_t dims;
+  int64_t n_edges[NK_HISTOGRAM_MAX_DIMS];
+} nk_histogram_params;
+/* NK_KERNEL_LOGSPACE: operand [0] out (1-d, steps elements, any dtype):
+ * out[i] = pow(base, start + step * i) for i < steps / 2, else
+ * pow(base, end - step * (steps - 1 - i)), in double, as ATen's CPU. */
+typedef struct nk_logspace_params {
+  double base, start, end, step;
+  int64_t steps;
+} nk_logspace_params;
+/* NK_KERNEL_DIST: p-norm distances as ATen's CPU (p = 0: count of
+ * differing coordinates, 1, 2, inf: max, else (sum |d|^p)^(1/p)), in the
+ * operands' dtype (float32 or float64, all the same):
+ *   CDIST:          [0] out (b, r1, r2) <- dist(x1[b, i], x2[b, j]); [1] x1 (b, r1, m), [2] x2 (b, r2, m)
+ *   CDIST_BACKWARD: [0] grad_x1 (b, r1, m) <- sum over j of the norm's gradient;
+ *                   [1] grad (b, r1, r2), [2] x1, [3] x2, [4] dist (b, r1, r2)
+ *   PDIST:          [0] out (n(n-1)/2, pairs i < j in row-major order); [1] x (n, m)
+ *   PDIST_BACKWARD: [0] grad_x (n, m); [1] grad (pairs), [2] x, [3] dist (pairs) */
+typedef enum nk_dist_op {
+  NK_DIST_CDIST = 0,
+  NK_DIST_CDIST_BACKWARD,
+  NK_DIST_PDIST,
+  NK_DIST_PDIST_BACKWARD,
+  NK_DIST_OP_COUNT
+} nk_dist_op;
+typedef struct nk_dist_params {
+  int32_t op; /* nk_dist_op */
+  int32_t reserved;
+  double p;
+} nk_dist_params;
+/* NK_KERNEL_EMBEDDING_BAG: bags of rows of weight (V, D); indices and
+ * offsets are int32 or int64 (one dtype), every index is checked against
+ * [0, V) and every offset against [0, n]; bag b holds indices
+ * [offsets[b], offsets[b + 1]) (the last bag runs to n unless
+ * include_last_offset); an index equal to padding_idx is skipped.
+ *   FORWARD: [0] out (B, D), [1] offset2bag (n, int64: each index's bag, -1
+ *     for none), [2] bag_size (B, int64: non-padding indices), [3]
+ *     max_indices (B, D, int64; written for MAX only: the weight row of each
+ *     maximum, -1 for an empty bag), [4] weight, [5] indices (n), [6]
+ *     offsets, optional [7] per_sample_weights (n, SUM only).  SUM adds
+ *     (weighted) rows, MEAN divides by bag_size, MAX takes the elementwise
+ *     maximum; an empty bag gives zeros.
+ *   DENSE_BACKWARD: [0] grad_weight (V, D), [1] grad (B, D), [2] indices,
+ *     [3] offset2bag, [4] bag_size, [5] max_indices, optional [6]
+ *     per_sample_weights: each index's bag gradient (times its weight, / the
+ *     bag size for MEAN, / the index's count with scale_grad_by_freq) is
+ *     added to its row; MAX routes each element to its max_indices row.
+ *   PSW_BACKWARD: [0] grad_psw (n), [1] grad (B, D), [2] weight, [3]
+ *     indices, [4] offset2bag: dot(grad[bag], weight[index]), 0 for padding.
+ * Sums run in float (double for float64) in index order, per column, so
+ * results do not depend on the thread count. */
+typedef enum nk_embedding_bag_op {
+  NK_EMBAG_FORWARD = 0,
+  NK_EMBAG_DENSE_BACKWARD,
+  NK_EMBAG_PSW_BACKWARD,
+  NK_EMBAG_OP_COUNT
+} nk_embedding_bag_op;
+typedef enum nk_embedding_bag_mode { NK_EMBAG_SUM = 0, NK_EMBAG_MEAN, NK_EMBAG_MAX } nk_embedding_bag_mode;
+typedef struct nk_embedding_bag_params {
+  int32_t op;   /* nk_embedding_bag_op   */
+  int32_t mode; /* nk_embedding_bag_mode */
+  int32_t include_last_offset;
+  int32_t scale_grad_by_freq;
+  int64_t padding_idx; /* -1: none (already wrapped to [0, V)) */
+} nk_embedding_bag_params;
 
 typedef enum nk_isa { NK_ISA_PORTABLE = 0, NK_ISA_AVX2, NK_ISA_AVX512 } nk_isa;
 nk_isa nk_cpu_isa(void);               /* detected once; TORCHNEURON_ISA=portable|avx2|avx512 caps it */

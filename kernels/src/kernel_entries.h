@@ -52,6 +52,12 @@ int nk_multi_margin_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 /* special functions */
 
 /* long tail */
+int nk_tail_pointwise_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+int nk_unfold_backward_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+int nk_histogram_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+int nk_logspace_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+int nk_dist_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+int nk_embedding_bag_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 
 
 #endif /* NK_KERNEL_ENTRIES_H */

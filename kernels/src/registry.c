@@ -55,6 +55,12 @@ static const struct {
     /* special functions */
 
     /* long tail */
+    {NK_KERNEL_TAIL_POINTWISE, "tail_pointwise", nk_tail_pointwise_kernel},
+    {NK_KERNEL_UNFOLD_BACKWARD, "unfold_backward", nk_unfold_backward_kernel},
+    {NK_KERNEL_HISTOGRAM, "histogram", nk_histogram_kernel},
+    {NK_KERNEL_LOGSPACE, "logspace", nk_logspace_kernel},
+    {NK_KERNEL_DIST, "dist", nk_dist_kernel},
+    {NK_KERNEL_EMBEDDING_BAG, "embedding_bag", nk_embedding_bag_kernel},
 
 };
 
@@ -112,4 +118,10 @@ NK_PARAMS_FIT(nk_multi_margin_params);
 /* special functions */
 
 /* long tail */
+NK_PARAMS_FIT(nk_tail_pointwise_params);
+NK_PARAMS_FIT(nk_unfold_backward_params);
+NK_PARAMS_FIT(nk_histogram_params);
+NK_PARAMS_FIT(nk_logspace_params);
+NK_PARAMS_FIT(nk_dist_params);
+NK_PARAMS_FIT(nk_embedding_bag_params);
 

@@ -83,6 +83,14 @@ static void sort_range(void *arg, int64_t begin, int64_t end, int worker) {
         while (pick > 0 && isnan(nk_load_f64(t, x + pairs[pick - 1].index * sx))) pick--;
       }
       break;
+    case NK_SORT_NANMEDIAN: { /* NaNs sort last: the median of the rest */
+      nk_sort_pairs(pairs, pairs + n, n);
+      int64_t valid = n;
+      if (nk_dtype_is_floating(t))
+        while (valid > 0 && isnan(nk_load_f64(t, x + pairs[valid - 1].index * sx))) valid--;
+      pick = valid > 0 ? (valid - 1) / 2 : 0;
+      break;
+    }
     case NK_SORT_CPU_TOPK: case NK_SORT_CPU_TOPK_UNSORTED:
       if (k * 64 <= n) {
         nk_partial_sort(pairs, k, n);
@@ -121,6 +129,7 @@ int nk_sort_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
   }
   const int64_t n = in->ndim ? in->sizes[p->dim] : 1;
   const int select = p->order == NK_SORT_CPU_KTH || p->order == NK_SORT_MEDIAN ||
+                     p->order == NK_SORT_NANMEDIAN ||
                      p->order == NK_SORT_CPU_MODE;
   if (p->k < (p->order == NK_SORT_CPU_KTH) || p->k > n) {
     nrt_exec_fail(ctx, "sort: k %lld out of range [0, %lld]", (long long)p->k, (long long)n);

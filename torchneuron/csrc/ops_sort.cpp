@@ -1,5 +1,5 @@
 // ops_sort.cpp — the sort family: sort (stable/unstable, descending; and so
-// argsort, msort), topk, kthvalue, median (all, and along a dim), mode, searchsorted, bucketize, unique (_unique2, _unique,
+// argsort, msort), topk, kthvalue, median and nanmedian (all, and along a dim), mode, searchsorted, bucketize, unique (_unique2, _unique,
 // unique_consecutive, unique_dim, unique_dim_consecutive), multinomial, bernoulli_ with a tensor p,
 // native_dropout and native_dropout_backward.
 //
@@ -184,12 +184,15 @@ std::tuple<Tensor&, Tensor&> kthvalue_values(const Tensor& self, int64_t k, int6
   return {values, indices};
 }
 
-// ATen's median_with_indices_impl (ignore_nan = false): the lower median,
-// ties broken by index; a slice with a NaN gives its first NaN.
-std::tuple<Tensor&, Tensor&> median_dim_values(const Tensor& self, int64_t dim, bool keepdim,
-                                               Tensor& values, Tensor& indices) {
+// ATen's median_with_indices_impl: the lower median, ties broken by index;
+// median (ignore_nan = false): a slice with a NaN gives its first NaN;
+// nanmedian: the lower median of the slice's non-NaN values (its first NaN
+// when it has nothing else).
+std::tuple<Tensor&, Tensor&> median_with_indices(const Tensor& self, int64_t dim, bool keepdim,
+                                                 Tensor& values, Tensor& indices, bool ignore_nan) {
+  const char* name = ignore_nan ? "aten::nanmedian" : "aten::median";
   if (!is_native_dtype(self.scalar_type()) || !is_native_dtype(values.scalar_type())) {
-    fallback_stack("aten::median", "dim_values", {self, dim, keepdim, values, indices});
+    fallback_stack(name, "dim_values", {self, dim, keepdim, values, indices});
     return {values, indices};
   }
   dim = at::maybe_wrap_dim(dim, self.dim());
@@ -210,8 +213,17 @@ std::tuple<Tensor&, Tensor&> median_dim_values(const Tensor& self, int64_t dim, 
   const Tensor in = self.dim() > 0 ? self : self.unsqueeze(0);
   const Tensor v = keepdim && self.dim() > 0 ? values : values.unsqueeze(dim);
   const Tensor i = keepdim && self.dim() > 0 ? indices : indices.unsqueeze(dim);
-  launch_sort(in, v, i, dim, false, 1, "aten::median", NK_SORT_MEDIAN);
+  launch_sort(in, v, i, dim, false, 1, name, ignore_nan ? NK_SORT_NANMEDIAN : NK_SORT_MEDIAN);
   return {values, indices};
+}
+
+std::tuple<Tensor&, Tensor&> median_dim_values(const Tensor& self, int64_t dim, bool keepdim,
+                                               Tensor& values, Tensor& indices) {
+  return median_with_indices(self, dim, keepdim, values, indices, false);
+}
+std::tuple<Tensor&, Tensor&> nanmedian_dim_values(const Tensor& self, int64_t dim, bool keepdim,
+                                                  Tensor& values, Tensor& indices) {
+  return median_with_indices(self, dim, keepdim, values, indices, true);
 }
 
 // ATen's mode_out (whose device check admits only CPU/CUDA/XPU) and its CPU
@@ -254,15 +266,20 @@ std::tuple<Tensor, Tensor> mode(const Tensor& self, int64_t dim, bool keepdim) {
   return {values, indices};
 }
 
-// median() of all elements: the value only (NaN for an empty tensor).
-Tensor median(const Tensor& self) {
-  if (!is_native_dtype(self.scalar_type())) return run_on_cpu("aten::median", "", {self}).toTensor();
+// median() / nanmedian() of all elements: the value only (NaN for an empty
+// tensor).
+Tensor median_all(const Tensor& self, bool ignore_nan) {
+  const char* name = ignore_nan ? "aten::nanmedian" : "aten::median";
+  if (!is_native_dtype(self.scalar_type())) return run_on_cpu(name, "", {self}).toTensor();
   Tensor out = at::empty({}, self.options());
   if (self.numel() <= 0) return out.fill_(NAN);
   Tensor idx = at::empty({}, self.options().dtype(at::kLong));
-  launch_sort(self.reshape({-1}), out.view({1}), idx.view({1}), 0, false, 1, "aten::median", NK_SORT_MEDIAN);
+  launch_sort(self.reshape({-1}), out.view({1}), idx.view({1}), 0, false, 1, name,
+              ignore_nan ? NK_SORT_NANMEDIAN : NK_SORT_MEDIAN);
   return out;
 }
+Tensor median(const Tensor& self) { return median_all(self, false); }
+Tensor nanmedian(const Tensor& self) { return median_all(self, true); }
 
 // ---- searchsorted / bucketize ----------------------------------------------
 
@@ -575,6 +592,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("kthvalue.values", TORCH_FN(kthvalue_values));
   m.impl("median.dim_values", TORCH_FN(median_dim_values));
   m.impl("median", TORCH_FN(median));
+  m.impl("nanmedian.dim_values", TORCH_FN(nanmedian_dim_values));
+  m.impl("nanmedian", TORCH_FN(nanmedian));
   m.impl("mode", TORCH_FN(mode));
   m.impl("mode.values", TORCH_FN(mode_values));
   m.impl("searchsorted.Tensor", TORCH_FN(searchsorted_tensor));
