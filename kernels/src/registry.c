@@ -46,6 +46,7 @@ static const struct {
     /* normalisation */
 
     /* attention */
+    {NK_KERNEL_ATTENTION, "attention", nk_attention_kernel},
 
     /* losses */
 
@@ -100,6 +101,7 @@ NK_PARAMS_FIT(nk_unique_rows_params);
 /* normalisation */
 
 /* attention */
+NK_PARAMS_FIT(nk_attention_params);
 
 /* losses */
 
