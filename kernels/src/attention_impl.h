@@ -26,19 +26,17 @@
 #pragma GCC optimize("fp-contract=fast")
 
 typedef AT_T T;
-typedef T vec __attribute__((vector_size(AT_VW * sizeof(AT_T)), aligned(sizeof(AT_T))));
+typedef T vec __attribute__((vector_size(AT_VW * sizeof(AT_T))));
+/* the same vector at any element-aligned address (loads/stores of tiles) */
+typedef T vec_u __attribute__((vector_size(AT_VW * sizeof(AT_T)), aligned(sizeof(AT_T)), may_alias));
 #define VW AT_VW
-#define BQ 64  /* query rows per tile  */
+#define BQ 128  /* query rows per tile  */
 #define BK 64  /* key rows per tile    */
 #define MR 4   /* micro-kernel rows    */
 
-static inline vec vload(const T *p) { vec v; memcpy(&v, p, sizeof v); return v; }
-static inline void vstore(T *p, vec v) { memcpy(p, &v, sizeof v); }
-static inline vec vsplat(T x) {
-  vec v;
-  for (int i = 0; i < VW; i++) v[i] = x;
-  return v;
-}
+static inline vec vload(const T *p) { return *(const vec_u *)p; }
+static inline void vstore(T *p, vec v) { *(vec_u *)p = v; }
+static inline vec vsplat(T x) { return (vec){0} + x; }
 static inline int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
 /* ------------------------------------------------------------ micro-kernel
@@ -46,27 +44,55 @@ static inline int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * 
  * lda, ldb, ldc; n a multiple of VW.  The k order is fixed (p = 0..k-1,
  * one fused multiply-add per step), so two tiles computed from the same
  * numbers give the same bits whatever their orientation. */
-#define UKR(R, NV)                                                                     \
-  static inline __attribute__((always_inline)) void ukr_##R##x##NV(                   \
-      int64_t k, const T *a, int64_t lda, const T *b, int64_t ldb, T *c, int64_t ldc, int acc) { \
-    vec cr[R][NV];                                                                     \
-    for (int r = 0; r < R; r++)                                                        \
-      for (int v = 0; v < NV; v++) cr[r][v] = acc ? vload(c + r * ldc + v * VW) : vsplat(0); \
-    for (int64_t p = 0; p < k; p++) {                                                  \
-      vec bv[NV];                                                                      \
-      for (int v = 0; v < NV; v++) bv[v] = vload(b + p * ldb + v * VW);                \
-      for (int r = 0; r < R; r++) {                                                    \
-        vec av = vsplat(a[r * lda + p]);                                               \
-        for (int v = 0; v < NV; v++) cr[r][v] += av * bv[v];                           \
-      }                                                                                \
-    }                                                                                  \
-    for (int r = 0; r < R; r++)                                                        \
-      for (int v = 0; v < NV; v++) vstore(c + r * ldc + v * VW, cr[r][v]);             \
+#define AI static inline __attribute__((always_inline))
+AI void ukr_4x2(int64_t k, const T *a, int64_t lda, const T *b, int64_t ldb, T *c, int64_t ldc, int acc) {
+  vec c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0}, c30 = {0}, c31 = {0};
+  if (acc) {
+    c00 = vload(c), c01 = vload(c + VW), c10 = vload(c + ldc), c11 = vload(c + ldc + VW);
+    c20 = vload(c + 2 * ldc), c21 = vload(c + 2 * ldc + VW), c30 = vload(c + 3 * ldc), c31 = vload(c + 3 * ldc + VW);
   }
-UKR(4, 2)
-UKR(4, 1)
-UKR(1, 2)
-UKR(1, 1)
+  const T *a0 = a, *a1 = a + lda, *a2 = a + 2 * lda, *a3 = a + 3 * lda;
+  for (int64_t p = 0; p < k; p++) {
+    const vec b0 = vload(b + p * ldb), b1 = vload(b + p * ldb + VW);
+    vec x = vsplat(a0[p]);
+    c00 += x * b0, c01 += x * b1;
+    x = vsplat(a1[p]);
+    c10 += x * b0, c11 += x * b1;
+    x = vsplat(a2[p]);
+    c20 += x * b0, c21 += x * b1;
+    x = vsplat(a3[p]);
+    c30 += x * b0, c31 += x * b1;
+  }
+  vstore(c, c00), vstore(c + VW, c01), vstore(c + ldc, c10), vstore(c + ldc + VW, c11);
+  vstore(c + 2 * ldc, c20), vstore(c + 2 * ldc + VW, c21), vstore(c + 3 * ldc, c30), vstore(c + 3 * ldc + VW, c31);
+}
+AI void ukr_4x1(int64_t k, const T *a, int64_t lda, const T *b, int64_t ldb, T *c, int64_t ldc, int acc) {
+  vec c0 = {0}, c1 = {0}, c2 = {0}, c3 = {0};
+  if (acc) c0 = vload(c), c1 = vload(c + ldc), c2 = vload(c + 2 * ldc), c3 = vload(c + 3 * ldc);
+  const T *a0 = a, *a1 = a + lda, *a2 = a + 2 * lda, *a3 = a + 3 * lda;
+  for (int64_t p = 0; p < k; p++) {
+    const vec b0 = vload(b + p * ldb);
+    c0 += vsplat(a0[p]) * b0, c1 += vsplat(a1[p]) * b0, c2 += vsplat(a2[p]) * b0, c3 += vsplat(a3[p]) * b0;
+  }
+  vstore(c, c0), vstore(c + ldc, c1), vstore(c + 2 * ldc, c2), vstore(c + 3 * ldc, c3);
+}
+AI void ukr_1x2(int64_t k, const T *a, int64_t lda, const T *b, int64_t ldb, T *c, int64_t ldc, int acc) {
+  (void)lda, (void)ldc;
+  vec c0 = {0}, c1 = {0};
+  if (acc) c0 = vload(c), c1 = vload(c + VW);
+  for (int64_t p = 0; p < k; p++) {
+    const vec x = vsplat(a[p]);
+    c0 += x * vload(b + p * ldb), c1 += x * vload(b + p * ldb + VW);
+  }
+  vstore(c, c0), vstore(c + VW, c1);
+}
+AI void ukr_1x1(int64_t k, const T *a, int64_t lda, const T *b, int64_t ldb, T *c, int64_t ldc, int acc) {
+  (void)lda, (void)ldc;
+  vec c0 = {0};
+  if (acc) c0 = vload(c);
+  for (int64_t p = 0; p < k; p++) c0 += vsplat(a[p]) * vload(b + p * ldb);
+  vstore(c, c0);
+}
 
 static void tile_gemm(int64_t m, int64_t n, int64_t k, const T *a, int64_t lda, const T *b,
                       int64_t ldb, T *c, int64_t ldc, int acc) {
@@ -214,7 +240,67 @@ typedef struct job {
   uint32_t thr;
   T dscale; /* 1 / (1 - p), 0 when p >= 1 */
   volatile int oom;
+  T *pack;      /* pre-converted tiles (see pack_range), or NULL */
+  int64_t tile; /* elements per packed tile */
 } job;
+
+/* ------------------------------------------------------------- packing
+ * The streamed operand's tiles (K/V by key block for the forward and dQ,
+ * Q/dO by query block for dK/dV) are converted to the compute type and
+ * laid out once, in parallel, before the main pass: otherwise every unit
+ * would convert the same tiles again (each K/V tile is read by every query
+ * block).  Tile u = (b * heads + h) * blocks + block; each holds up to four
+ * parts (rows or transposed), zero-padded.  Without memory for it the main
+ * pass loads tiles itself. */
+typedef struct pack_part {
+  const nk_attn_view *w;
+  int trans;
+  int64_t cols, ld, off;
+} pack_part;
+
+typedef struct pack_job {
+  pack_part part[4];
+  int n_parts;
+  int64_t heads, seq, bs, nblk, tile;
+  T *dst;
+} pack_job;
+
+static void load_tile(T *dst, int64_t ld, const nk_attn_view *w, int64_t b, int64_t h, int64_t r0,
+                      int64_t nr, int64_t nc, int trans);
+
+static void pack_range(void *arg, int64_t u0, int64_t u1, int worker) {
+  (void)worker;
+  const pack_job *pj = arg;
+  for (int64_t u = u0; u < u1; u++) {
+    const int64_t blk = u % pj->nblk, h = (u / pj->nblk) % pj->heads, b = u / (pj->nblk * pj->heads);
+    const int64_t r0 = blk * pj->bs, nr = pj->seq - r0 < pj->bs ? pj->seq - r0 : pj->bs;
+    T *t = pj->dst + u * pj->tile;
+    memset(t, 0, sizeof(T) * (size_t)pj->tile);
+    for (int k = 0; k < pj->n_parts; k++) {
+      const pack_part *pp = &pj->part[k];
+      load_tile(t + pp->off, pp->ld, pp->w, b, h, r0, nr, pp->cols, pp->trans);
+    }
+  }
+}
+
+/* Packs into j->pack (left NULL when the memory is not there). */
+static void pack(job *j, pack_job *pj, int64_t batch) {
+  int64_t off = 0;
+  for (int k = 0; k < pj->n_parts; k++) {
+    pj->part[k].off = off;
+    off += pj->part[k].trans ? pj->part[k].cols * pj->part[k].ld : pj->bs * pj->part[k].ld;
+  }
+  pj->tile = round_up(off, 16);
+  pj->nblk = (pj->seq + pj->bs - 1) / pj->bs;
+  const int64_t n = batch * pj->heads * pj->nblk;
+  const double bytes = (double)n * (double)pj->tile * sizeof(T);
+  if (n == 0 || bytes > 0x1p34) return; /* over 16 GiB: stream instead */
+  pj->dst = aligned_alloc(64, (size_t)round_up((int64_t)bytes, 64));
+  if (!pj->dst) return;
+  nk_parallel_for(n, 1, pack_range, pj);
+  j->pack = pj->dst;
+  j->tile = pj->tile;
+}
 
 static void *alloc_tiles(job *j, size_t n_elems) {
   size_t bytes = round_up((int64_t)(n_elems * sizeof(T)), 64);
@@ -239,7 +325,7 @@ static void forward_range(void *arg, int64_t u0, int64_t u1, int worker) {
   const int64_t D = p->D, Dv = p->Dv, Dvp = j->Dvp;
   T *buf = alloc_tiles(j, (size_t)(BQ * D + D * BK + BK * Dvp + BQ * BK + BQ * Dvp + 2 * BQ));
   if (!buf) return;
-  T *Q = buf, *Kt = Q + BQ * D, *V = Kt + D * BK, *S = V + BK * Dvp, *O = S + BQ * BK;
+  T *Q = buf, *Ktb = Q + BQ * D, *Vb = Ktb + D * BK, *S = Vb + BK * Dvp, *O = S + BQ * BK;
   T *m = O + BQ * Dvp, *l = m + BQ;
   const T scale = (T)p->scale;
   philox_cache pc = {0};
@@ -252,9 +338,15 @@ static void forward_range(void *arg, int64_t u0, int64_t u1, int worker) {
     const int64_t kend = p->causal ? (i0 + nq < p->S ? i0 + nq : p->S) : p->S;
     for (int64_t j0 = 0; j0 < kend; j0 += BK) {
       const int64_t nk = kend - j0 < BK ? kend - j0 : BK;
-      if (nk < BK) memset(Kt, 0, sizeof(T) * D * BK);
-      load_tile(Kt, BK, &p->k, b, hk, j0, nk, D, 1);
-      load_tile(V, Dvp, &p->v, b, hk, j0, nk, Dv, 0);
+      const T *Kt = Ktb, *V = Vb;
+      if (j->pack) {
+        Kt = j->pack + ((b * p->Hkv + hk) * j->nkb + j0 / BK) * j->tile;
+        V = Kt + D * BK;
+      } else {
+        if (nk < BK) memset(Ktb, 0, sizeof(T) * D * BK);
+        load_tile(Ktb, BK, &p->k, b, hk, j0, nk, D, 1);
+        load_tile(Vb, Dvp, &p->v, b, hk, j0, nk, Dv, 0);
+      }
       tile_gemm(nq, BK, D, Q, D, Kt, BK, S, BK, 0);
       for (int64_t r = 0; r < nq; r++) {
         const int64_t i = i0 + r;
@@ -315,8 +407,8 @@ static void backward_kv_range(void *arg, int64_t u0, int64_t u1, int worker) {
   T *buf = alloc_tiles(j, (size_t)(BK * D + BK * Dv + BK * Dp + BK * Dvp + D * BQ + Dv * BQ + BQ * Dp +
                                    BQ * Dvp + 2 * BK * BQ + 2 * BQ));
   if (!buf) return;
-  T *K = buf, *V = K + BK * D, *dK = V + BK * Dv, *dV = dK + BK * Dp, *Qt = dV + BK * Dvp;
-  T *dOt = Qt + D * BQ, *Q = dOt + Dv * BQ, *dO = Q + BQ * Dp, *St = dO + BQ * Dvp, *dPt = St + BK * BQ;
+  T *K = buf, *V = K + BK * D, *dK = V + BK * Dv, *dV = dK + BK * Dp, *Qtb = dV + BK * Dvp;
+  T *dOtb = Qtb + D * BQ, *Qb = dOtb + Dv * BQ, *dOb = Qb + BQ * Dp, *St = dOb + BQ * Dvp, *dPt = St + BK * BQ;
   T *lse = dPt + BK * BQ, *delta = lse + BQ;
   const T scale = (T)p->scale;
   philox_cache pc = {0};
@@ -330,11 +422,19 @@ static void backward_kv_range(void *arg, int64_t u0, int64_t u1, int worker) {
     for (int64_t h = hk * j->group; h < (hk + 1) * j->group; h++) {
       for (int64_t i0 = p->causal ? j0 / BQ * BQ : 0; i0 < p->L; i0 += BQ) {
         const int64_t nq = p->L - i0 < BQ ? p->L - i0 : BQ;
-        if (nq < BQ) { memset(Qt, 0, sizeof(T) * D * BQ); memset(dOt, 0, sizeof(T) * Dv * BQ); }
-        load_tile(Qt, BQ, &p->q, b, h, i0, nq, D, 1);
-        load_tile(dOt, BQ, &p->dout, b, h, i0, nq, Dv, 1);
-        load_tile(Q, Dp, &p->q, b, h, i0, nq, D, 0);
-        load_tile(dO, Dvp, &p->dout, b, h, i0, nq, Dv, 0);
+        const T *Qt = Qtb, *dOt = dOtb, *Q = Qb, *dO = dOb;
+        if (j->pack) {
+          Qt = j->pack + ((b * p->Hq + h) * j->nqb + i0 / BQ) * j->tile;
+          dOt = Qt + D * BQ;
+          Q = dOt + Dv * BQ;
+          dO = Q + BQ * Dp;
+        } else {
+          if (nq < BQ) { memset(Qtb, 0, sizeof(T) * D * BQ); memset(dOtb, 0, sizeof(T) * Dv * BQ); }
+          load_tile(Qtb, BQ, &p->q, b, h, i0, nq, D, 1);
+          load_tile(dOtb, BQ, &p->dout, b, h, i0, nq, Dv, 1);
+          load_tile(Qb, Dp, &p->q, b, h, i0, nq, D, 0);
+          load_tile(dOb, Dvp, &p->dout, b, h, i0, nq, Dv, 0);
+        }
         for (int64_t r = 0; r < nq; r++) {
           load_line(lse + r, 1, row_ptr(&p->lse, b, h, i0 + r), 0, p->lse.dtype, 1);
           load_line(delta + r, 1, row_ptr(&p->delta, b, h, i0 + r), 0, p->delta.dtype, 1);
@@ -382,8 +482,8 @@ static void backward_q_range(void *arg, int64_t u0, int64_t u1, int worker) {
   const int64_t D = p->D, Dv = p->Dv, Dp = j->Dp;
   T *buf = alloc_tiles(j, (size_t)(BQ * D + BQ * Dv + BQ * Dp + D * BK + Dv * BK + BK * Dp + 2 * BQ * BK + 2 * BQ));
   if (!buf) return;
-  T *Q = buf, *dO = Q + BQ * D, *dQ = dO + BQ * Dv, *Kt = dQ + BQ * Dp, *Vt = Kt + D * BK;
-  T *K = Vt + Dv * BK, *S = K + BK * Dp, *dP = S + BQ * BK, *lse = dP + BQ * BK, *delta = lse + BQ;
+  T *Q = buf, *dO = Q + BQ * D, *dQ = dO + BQ * Dv, *Ktb = dQ + BQ * Dp, *Vtb = Ktb + D * BK;
+  T *Kb = Vtb + Dv * BK, *S = Kb + BK * Dp, *dP = S + BQ * BK, *lse = dP + BQ * BK, *delta = lse + BQ;
   const T scale = (T)p->scale;
   philox_cache pc = {0};
   for (int64_t u = u0; u < u1; u++) {
@@ -399,10 +499,17 @@ static void backward_q_range(void *arg, int64_t u0, int64_t u1, int worker) {
     const int64_t kend = p->causal ? (i0 + nq < p->S ? i0 + nq : p->S) : p->S;
     for (int64_t j0 = 0; j0 < kend; j0 += BK) {
       const int64_t nk = kend - j0 < BK ? kend - j0 : BK;
-      if (nk < BK) { memset(Kt, 0, sizeof(T) * D * BK); memset(Vt, 0, sizeof(T) * Dv * BK); }
-      load_tile(Kt, BK, &p->k, b, hk, j0, nk, D, 1);
-      load_tile(Vt, BK, &p->v, b, hk, j0, nk, Dv, 1);
-      load_tile(K, Dp, &p->k, b, hk, j0, nk, D, 0);
+      const T *Kt = Ktb, *Vt = Vtb, *K = Kb;
+      if (j->pack) {
+        Kt = j->pack + ((b * p->Hkv + hk) * j->nkb + j0 / BK) * j->tile;
+        Vt = Kt + D * BK;
+        K = Vt + Dv * BK;
+      } else {
+        if (nk < BK) { memset(Ktb, 0, sizeof(T) * D * BK); memset(Vtb, 0, sizeof(T) * Dv * BK); }
+        load_tile(Ktb, BK, &p->k, b, hk, j0, nk, D, 1);
+        load_tile(Vtb, BK, &p->v, b, hk, j0, nk, Dv, 1);
+        load_tile(Kb, Dp, &p->k, b, hk, j0, nk, D, 0);
+      }
       tile_gemm(nq, BK, D, Q, D, Kt, BK, S, BK, 0);
       tile_gemm(nq, BK, Dv, dO, Dv, Vt, BK, dP, BK, 0);
       for (int64_t r = 0; r < nq; r++) {
@@ -445,6 +552,27 @@ int AT_NAME(const nk_attn_problem *p, nrt_exec_ctx *ctx) {
   j.dropout = p->dropout_p > 0;
   j.thr = nk_attn_drop_threshold(p->dropout_p);
   j.dscale = p->dropout_p >= 1 ? 0 : (T)(1.0 / (1.0 - p->dropout_p));
+  pack_job pj;
+  memset(&pj, 0, sizeof pj);
+  if (p->mode == NK_ATTENTION_BACKWARD_KV) {
+    pj.heads = p->Hq, pj.seq = p->L, pj.bs = BQ, pj.n_parts = 4;
+    pj.part[0] = (pack_part){&p->q, 1, p->D, BQ, 0};
+    pj.part[1] = (pack_part){&p->dout, 1, p->Dv, BQ, 0};
+    pj.part[2] = (pack_part){&p->q, 0, p->D, j.Dp, 0};
+    pj.part[3] = (pack_part){&p->dout, 0, p->Dv, j.Dvp, 0};
+  } else {
+    pj.heads = p->Hkv, pj.seq = p->S, pj.bs = BK;
+    pj.part[0] = (pack_part){&p->k, 1, p->D, BK, 0};
+    if (p->mode == NK_ATTENTION_FORWARD) {
+      pj.n_parts = 2;
+      pj.part[1] = (pack_part){&p->v, 0, p->Dv, j.Dvp, 0};
+    } else {
+      pj.n_parts = 3;
+      pj.part[1] = (pack_part){&p->v, 1, p->Dv, BK, 0};
+      pj.part[2] = (pack_part){&p->k, 0, p->D, j.Dp, 0};
+    }
+  }
+  pack(&j, &pj, p->B);
   switch (p->mode) {
   case NK_ATTENTION_FORWARD:
     nk_parallel_for(p->B * p->Hq * j.nqb, 1, forward_range, &j);
@@ -456,6 +584,7 @@ int AT_NAME(const nk_attn_problem *p, nrt_exec_ctx *ctx) {
     nk_parallel_for(p->B * p->Hq * j.nqb, 1, backward_q_range, &j);
     break;
   }
+  free(j.pack);
   if (j.oom) {
     nrt_exec_fail(ctx, "out of host memory for the attention tiles");
     return -1;
