@@ -158,15 +158,21 @@ def test_unbatched_3d_and_empty():
              torch.float32)
 
 
-def test_fused_choice_and_fallback_to_math_for_what_the_kernel_lacks():
+def test_fused_choice():
     q = torch.randn(1, 2, 4, 8, device=DEV)
-    assert torch._fused_sdp_choice(q, q, q) == SDPBackend.OVERRIDEABLE.value
-    # is_causal with an explicit mask is an error, as on the CPU
+    k3 = torch.randn(1, 3, 4, 8, device=DEV)
+    k1 = torch.randn(1, 1, 4, 8, device=DEV)
+    overrideable, math_ = SDPBackend.OVERRIDEABLE.value, SDPBackend.MATH.value
+    assert torch._fused_sdp_choice(q, q, q) == overrideable
+    assert torch._fused_sdp_choice(q, k1, k1, enable_gqa=True) == overrideable
+    # what the kernel does not take goes to the math composite (and its errors)
+    assert torch._fused_sdp_choice(q, k1, k1) == math_
+    assert torch._fused_sdp_choice(q, k3, k3, enable_gqa=True) == math_
+    assert torch._fused_sdp_choice(q.double(), q, q) == math_
+    mask = torch.ones(4, 4, dtype=torch.bool, device=DEV)
+    assert torch._fused_sdp_choice(q, q, q, attn_mask=mask, is_causal=True) == math_
     with pytest.raises(RuntimeError):
-        F.scaled_dot_product_attention(q, q, q, attn_mask=torch.ones(4, 4, dtype=torch.bool, device=DEV), is_causal=True)
-    # head counts that do not match without enable_gqa: the math path raises ATen's error
-    with pytest.raises(RuntimeError):
-        F.scaled_dot_product_attention(q, q[:, :1], q[:, :1])
+        F.scaled_dot_product_attention(q, q, q, attn_mask=mask, is_causal=True)
 
 
 def mask_of(seed, B, H, L, S, p):
