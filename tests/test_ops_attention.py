@@ -58,7 +58,8 @@ def run_both(q, k, v, dtype, grad=True, **kw):
         out = F.scaled_dot_product_attention(*dev_in, attn_mask=dev_mask, **kw)
     assert out.device.type == DEV and out.dtype == dtype and out.shape == ref.shape
     if grad:
-        assert "FusedAttentionOverrideable" in out.grad_fn.name(), out.grad_fn.name()
+        if out.numel() and q.numel() and k.numel():  # empty inputs take an ATen shortcut
+            assert "FusedAttentionOverrideable" in out.grad_fn.name(), out.grad_fn.name()
         g = torch.randn(ref.shape, dtype=torch.float64)
         ref.backward(g.to(ref.dtype))
         out.backward(g.to(dtype).to(DEV))
@@ -179,10 +180,10 @@ def mask_of(seed, B, H, L, S, p):
     """The dropout mask the kernel draws for (B, H, L, S) after seeding:
     uniform attention (q = 0) over an identity value matrix puts
     keep / (1 - p) / S at out[b, h, i, j]."""
-    torch.manual_seed(seed)
     q = torch.zeros(B, H, L, 8, device=DEV)
-    k = torch.randn(B, H, S, 8, device=DEV)
+    k = torch.randn(B, H, S, 8).to(DEV)
     v = torch.eye(S, device=DEV).expand(B, H, S, S)
+    torch.manual_seed(seed)
     with fused():
         out = F.scaled_dot_product_attention(q, k, v, dropout_p=p).cpu()
     scaled = out * S * (1 - p)
@@ -241,7 +242,7 @@ def test_results_do_not_depend_on_thread_count():
         q, k, v = (torch.randn(2, 4, 150, 32, device="neuron", requires_grad=True) for _ in range(3))
         out = F.scaled_dot_product_attention(q, k, v, dropout_p=0.2, is_causal=True)
         out.sum().backward()
-        r = torch.cat([out.flatten(), q.grad.flatten(), k.grad.flatten(), v.grad.flatten()]).cpu()
+        r = torch.cat([out.flatten(), q.grad.flatten(), k.grad.flatten(), v.grad.flatten()]).detach().cpu()
         import hashlib; print(hashlib.sha256(r.numpy().tobytes()).hexdigest())
     """
     one = run_python(code, env={"TORCHNEURON_NUM_THREADS": "1"})
