@@ -75,6 +75,7 @@ typedef enum nk_kernel_id {
   /* normalisation */
 
   /* attention */
+  NK_KERNEL_ATTENTION, /* fused scaled-dot-product attention (flash), fwd/bwd */
 
   /* losses */
   NK_KERNEL_LOSS_POINTWISE, /* out <- elementwise loss or its gradient (nk_loss_op) */
@@ -657,6 +658,44 @@ typedef struct nk_softmax_params {
 /* ---- normalisation ---- */
 
 /* ---- attention ---- */
+/* NK_KERNEL_ATTENTION: softmax(scale * q k^T + mask) v, tiled (online
+ * softmax; the L x S matrix is never stored), and its backward.
+ * Shapes: q (B, Hq, L, D), k (B, Hkv, S, D), v (B, Hkv, S, Dv) with
+ * Hq % Hkv == 0 (query head h reads key/value head h / (Hq / Hkv));
+ * mask (B, Hq, L, S), broadcast by stride 0: floating (added to the scores)
+ * or bool (false hides the key).  Any byte strides, any floating dtype
+ * (16-bit compute in float32, float64 in float64).
+ *   FORWARD:     [0] out (B, Hq, L, Dv), [1] lse (B, Hq, L), [2] q, [3] k,
+ *                [4] v, [5] mask (has_mask).  lse = log-sum-exp of the
+ *                scores, +inf for a row whose keys are all hidden (its out
+ *                row is 0, as ATen's _safe_softmax).
+ *   BACKWARD_KV: [0] dk, [1] dv, [2] dout, [3] q, [4] k, [5] v,
+ *                [6] stats (2, B, Hq, L): [0] lse, [1] delta = rowsum(dout * out),
+ *                [7] mask (has_mask).
+ *   BACKWARD_Q:  [0] dq, [1] dbias (B, Hq, L, S; written when has_dbias,
+ *                else ignored), [2..7] as BACKWARD_KV.
+ * causal hides key j > query i (top-left aligned, as ATen).  Dropout (p >
+ * 0): element (b, h, i, j) is kept iff word idx % 4 of Philox4x32-10 block
+ * offset/4 + idx/4 under seed is >= p * 2^32, idx = ((b*Hq + h)*L + i)*S + j;
+ * kept weights are scaled by 1/(1-p).  Backward regenerates the same mask.
+ * Work splits over (batch, head, query block) (forward, dQ) and (batch,
+ * kv head, key block) (dK, dV): every output element is written by one
+ * unit in a fixed order, so results never depend on the thread count. */
+typedef enum nk_attention_mode {
+  NK_ATTENTION_FORWARD = 0,
+  NK_ATTENTION_BACKWARD_KV,
+  NK_ATTENTION_BACKWARD_Q,
+  NK_ATTENTION_MODE_COUNT
+} nk_attention_mode;
+typedef struct nk_attention_params {
+  int32_t mode; /* nk_attention_mode */
+  int32_t causal;
+  int32_t has_mask;
+  int32_t has_dbias;
+  double scale;
+  double dropout_p;
+  uint64_t seed, offset;
+} nk_attention_params;
 
 /* ---- losses ---- */
 /* NK_KERNEL_LOSS_POINTWISE: the elementwise part of a loss, over ATen's

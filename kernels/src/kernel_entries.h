@@ -43,6 +43,7 @@ int nk_pad_backward_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 /* normalisation */
 
 /* attention */
+int nk_attention_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 
 /* losses */
 int nk_loss_pointwise_kernel(const nrt_task *task, nrt_exec_ctx *ctx);

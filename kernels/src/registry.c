@@ -46,6 +46,7 @@ static const struct {
     /* normalisation */
 
     /* attention */
+    {NK_KERNEL_ATTENTION, "attention", nk_attention_kernel},
 
     /* losses */
     {NK_KERNEL_LOSS_POINTWISE, "loss_pointwise", nk_loss_pointwise_kernel},
@@ -109,6 +110,7 @@ NK_PARAMS_FIT(nk_unique_rows_params);
 /* normalisation */
 
 /* attention */
+NK_PARAMS_FIT(nk_attention_params);
 
 /* losses */
 NK_PARAMS_FIT(nk_loss_pointwise_params);
