@@ -628,7 +628,7 @@ typedef struct nk_softmax_params {
  *                      truncating division), ADAPTIVE_AVG floating only.
  * MAX: window o * stride - pad + k * dilation (k < kernel), clipped to the
  * input.  AVG: ATen's window and divisor (count_include_pad,
- * divisor_override > 0), an empty clipped window gives 0.  ADAPTIVE_*:
+ * divisor_override != 0), an empty clipped window gives 0.  ADAPTIVE_*:
  * window [floor(o * I / O), ceil((o + 1) * I / O)), average = sum / kd /
  * kh / kw.
  *
@@ -655,7 +655,7 @@ typedef enum nk_pool_mode {
 typedef struct nk_pool_params {
   int32_t mode;              /* nk_pool_mode */
   int32_t count_include_pad; /* AVG */
-  int64_t divisor_override;  /* AVG: > 0 replaces the divisor; 0 none */
+  int64_t divisor_override;  /* AVG: != 0 replaces the divisor; 0 none */
   int64_t kernel[3], stride[3], pad[3], dilation[3]; /* d, h, w (MAX/AVG) */
   int32_t nd;                /* UNPOOL: the op's spatial dims (error text) */
   int32_t reserved;

@@ -167,7 +167,7 @@ static void pool_row(const pool_job *j, int64_t row) {
     }
     int64_t div = 0;
     if (!adaptive) {
-      if (p->divisor_override > 0) div = p->divisor_override;
+      if (p->divisor_override != 0) div = p->divisor_override;
       else if (p->count_include_pad) div = wd.full * wh.full * ww.full;
       else div = (wd.hi - wd.lo) * (wh.hi - wh.lo) * (ww.hi - ww.lo);
     }
@@ -238,10 +238,6 @@ static int check_params(const nk_pool_params *p, nrt_exec_ctx *ctx, const char *
                       (long long)p->dilation[k]);
         return -1;
       }
-  if (p->mode == NK_POOL_AVG && p->divisor_override < 0) {
-    nrt_exec_fail(ctx, "%s: divisor must be not zero", name);
-    return -1;
-  }
   return 0;
 }
 
@@ -373,7 +369,7 @@ static void report_bad(scatter_job *j, int64_t plane, int64_t value) {
             delta = gv / (T)wd.full / (T)wh.full / (T)ww.full;                                      \
           } else {                                                                                  \
             if (wd.lo >= wd.hi || wh.lo >= wh.hi || ww.lo >= ww.hi) continue;                       \
-            int64_t div = p->divisor_override > 0 ? p->divisor_override                             \
+            int64_t div = p->divisor_override != 0 ? p->divisor_override                             \
                           : p->count_include_pad  ? wd.full * wh.full * ww.full                     \
                                                   : (wd.hi - wd.lo) * (wh.hi - wh.lo) * (ww.hi - ww.lo); \
             delta = gv / (T)div;                                                                    \
