@@ -71,6 +71,10 @@ typedef enum nk_kernel_id {
   /* convolution */
 
   /* pooling and upsampling */
+  NK_KERNEL_POOL,              /* max/avg/adaptive pooling forward, 1-3 spatial dims */
+  NK_KERNEL_POOL_SCATTER,      /* pooling backward, max_unpool: scatter into a plane */
+  NK_KERNEL_UPSAMPLE,          /* nearest(-exact)/linear/cubic resampling forward    */
+  NK_KERNEL_UPSAMPLE_BACKWARD, /* grad_in <- adjoint of NK_KERNEL_UPSAMPLE           */
 
   /* normalisation */
 
@@ -654,6 +658,86 @@ typedef struct nk_softmax_params {
 /* ---- convolution ---- */
 
 /* ---- pooling and upsampling ---- */
+/* Every operand is 5-d (N, C, D, H, W), any byte strides (channels_last is
+ * only strides); 1-d and 2-d ops are given with size-1 D (and H) dims, whose
+ * window is 1 (kernel 1, stride 1, pad 0, dilation 1).  A (n, c) pair is a
+ * plane; a max index is the flat position d * H * W + h * W + w in the
+ * input plane, as ATen stores it.  Results never depend on the thread
+ * count: forward outputs are independent, backward work is split over
+ * planes only and each plane accumulates in one fixed order (the CPU's).
+ * float16/bfloat16 compute in float32, float64 in float64.
+ *
+ * NK_KERNEL_POOL (forward):
+ *   MAX, ADAPTIVE_MAX: [0] out, [1] indices (int64, out's sizes), [2] in;
+ *                      floating and integral dtypes; NaN wins (the last NaN
+ *                      of the window, as ATen's `val > max || isnan(val)`).
+ *   AVG, ADAPTIVE_AVG: [0] out, [1] in; AVG also integral (int64 sum,
+ *                      truncating division), ADAPTIVE_AVG floating only.
+ * MAX: window o * stride - pad + k * dilation (k < kernel), clipped to the
+ * input.  AVG: ATen's window and divisor (count_include_pad,
+ * divisor_override != 0), an empty clipped window gives 0.  ADAPTIVE_*:
+ * window [floor(o * I / O), ceil((o + 1) * I / O)), average = sum / kd /
+ * kh / kw.
+ *
+ * NK_KERNEL_POOL_SCATTER: out (operand 0) is overwritten; floating only
+ * except UNPOOL.
+ *   MAX, ADAPTIVE_MAX: [0] grad_in, [1] grad_out, [2] indices (int64,
+ *       grad_out's sizes): grad_in[index] += grad_out; an index outside the
+ *       input plane fails the task (nothing is written out of bounds).
+ *   AVG, ADAPTIVE_AVG: [0] grad_in, [1] grad_out: each grad_out / divisor
+ *       added to its window (the forward's window and divisor).
+ *   UNPOOL: [0] out, [1] in, [2] indices (in's sizes): out = 0, then
+ *       out[index] = in in row-major order (the last duplicate wins); any
+ *       dtype; an index outside the output plane fails the task with ATen's
+ *       "Found an invalid max index". */
+typedef enum nk_pool_mode {
+  NK_POOL_MAX = 0,
+  NK_POOL_AVG,
+  NK_POOL_ADAPTIVE_AVG,
+  NK_POOL_ADAPTIVE_MAX,
+  NK_POOL_UNPOOL,
+  NK_POOL_MODE_COUNT
+} nk_pool_mode;
+
+typedef struct nk_pool_params {
+  int32_t mode;              /* nk_pool_mode */
+  int32_t count_include_pad; /* AVG */
+  int64_t divisor_override;  /* AVG: != 0 replaces the divisor; 0 none */
+  int64_t kernel[3], stride[3], pad[3], dilation[3]; /* d, h, w (MAX/AVG) */
+  int32_t nd;                /* UNPOOL: the op's spatial dims (error text) */
+  int32_t reserved;
+} nk_pool_params;
+
+/* NK_KERNEL_UPSAMPLE: [0] out (N, C, OD, OH, OW), [1] in (N, C, D, H, W).
+ * NK_KERNEL_UPSAMPLE_BACKWARD: [0] grad_in (N, C, D, H, W, overwritten),
+ * [1] grad_out (N, C, OD, OH, OW).  Only the last nd spatial dims are
+ * resampled (the others must be equal).  Source indices and weights are
+ * ATen's (UpSample.h) in ATen's precision: nearest/nearest-exact in float
+ * (compute_scales_value<float>), linear/cubic in the op math type (double
+ * for float64, float otherwise), area_pixel_compute_scale with align_corners
+ * and the optional scale (has_scale, scale > 0: 1 / scale), the guard of
+ * guard_index_and_lambda (floorf, lambda clamped to [0, 1]).  Linear and
+ * cubic sum the taps dim by dim, the outermost dim last (ATen's separable
+ * Interpolate order).  NEAREST(_EXACT) forward copies elements (any dtype);
+ * LINEAR/CUBIC are floating only.  CUBIC is 2-d (A = -0.75, indices
+ * clamped to the input); its backward uses the CPU backward's own
+ * (unguarded) index and order. */
+typedef enum nk_upsample_mode {
+  NK_UPSAMPLE_NEAREST = 0,
+  NK_UPSAMPLE_NEAREST_EXACT,
+  NK_UPSAMPLE_LINEAR,
+  NK_UPSAMPLE_CUBIC,
+  NK_UPSAMPLE_MODE_COUNT
+} nk_upsample_mode;
+
+typedef struct nk_upsample_params {
+  int32_t mode; /* nk_upsample_mode */
+  int32_t nd;   /* 1..3 */
+  int32_t align_corners;
+  int32_t has_scale[3]; /* d, h, w */
+  int32_t reserved;
+  double scale[3];      /* the op's scale factors (output / input) */
+} nk_upsample_params;
 
 /* ---- normalisation ---- */
 

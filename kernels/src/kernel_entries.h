@@ -39,6 +39,10 @@ int nk_pad_backward_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 /* convolution */
 
 /* pooling and upsampling */
+int nk_pool_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+int nk_pool_scatter_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+int nk_upsample_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+int nk_upsample_backward_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 
 /* normalisation */
 

@@ -42,6 +42,10 @@ static const struct {
     /* convolution */
 
     /* pooling and upsampling */
+    {NK_KERNEL_POOL, "pool", nk_pool_kernel},
+    {NK_KERNEL_POOL_SCATTER, "pool_scatter", nk_pool_scatter_kernel},
+    {NK_KERNEL_UPSAMPLE, "upsample", nk_upsample_kernel},
+    {NK_KERNEL_UPSAMPLE_BACKWARD, "upsample_backward", nk_upsample_backward_kernel},
 
     /* normalisation */
 
@@ -106,6 +110,8 @@ NK_PARAMS_FIT(nk_unique_rows_params);
 /* convolution */
 
 /* pooling and upsampling */
+NK_PARAMS_FIT(nk_pool_params);
+NK_PARAMS_FIT(nk_upsample_params);
 
 /* normalisation */
 
