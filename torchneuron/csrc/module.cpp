@@ -10,6 +10,7 @@
 #include "fallback.h"
 #include "generator.h"
 #include "neuron_check.h"
+#include "neuron_kernels.h"
 #include "neuron_stream.h"
 
 namespace py = pybind11;
@@ -71,5 +72,11 @@ PYBIND11_MODULE(_C, m) {
   }, py::arg("device"));
   m.def("_device_properties", &device_properties, py::arg("device"));
   m.def("_is_launch_blocking", [] { return nrt_launch_blocking() != 0; });
+  // bench/peak.py: the FMA peak probe (kernels/src/gemm.c), without the GIL.
+  m.def("_peak_fma", [](int64_t iters, bool f64, int threads) {
+    py::gil_scoped_release no_gil;
+    return nk_peak_fma(iters, f64 ? 1 : 0, threads);
+  }, py::arg("iters"), py::arg("f64") = false, py::arg("threads") = 1);
+  m.def("_compute_threads", [] { return nrt_compute_threads(); });
   bind_fallback(m);  // fallback_stats, fallback modes (fallback.cpp)
 }
