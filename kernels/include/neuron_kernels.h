@@ -158,12 +158,6 @@ typedef struct nk_random_params {
 typedef struct nk_gemm_params {
   nk_scalar alpha, beta;
 } nk_gemm_params;
-/* The machine's FMA peak probe (bench/peak.py): `iters` rounds of
- * register-only fused multiply-adds in float32 (f64 = 0) or float64, with
- * the widest ISA nk_cpu_isa() allows, on this thread (threads <= 1) or on
- * each of `threads` chunks of the compute pool at once.  Returns the
- * floating-point operations done (2 per FMA lane). */
-int64_t nk_peak_fma(int64_t iters, int f64, int threads);
 /* pointwise: the elementwise ops beyond add/sub/mul/div, one kernel.
  *
  * operands: [0] out, then the op's inputs (1, 2 or 3 of them, as listed).

@@ -51,6 +51,11 @@ void nk_gemm_axpy_avx2_f64(int64_t n, double s, const double *x, double *y);
  * (0 float32, 1 float64) and returns the number of floating-point
  * operations done (2 per lane per FMA), or 0 if the ISA is not built. */
 int64_t nk_peak_fma_avx512(int64_t iters, int f64);
+/* The machine's FMA peak probe (bench/peak.py, bound in module.cpp): `iters`
+ * rounds in float32 (f64 = 0) or float64 with the widest ISA nk_cpu_isa()
+ * allows, on this thread (threads <= 1) or on each of `threads` chunks of
+ * the compute pool at once.  Returns the floating-point operations done. */
+int64_t nk_peak_fma(int64_t iters, int f64, int threads);
 int64_t nk_peak_fma_avx2(int64_t iters, int f64);
 
 #endif /* NK_GEMM_H */

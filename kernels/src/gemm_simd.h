@@ -35,8 +35,25 @@ void UKR_NAME(int64_t kc, const void *ap, const void *bp, void *cp, int64_t ldc,
     _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
     _mm_prefetch((const char *)(c + i * ldc + NR - 1), _MM_HINT_T0);
   }
+  /* The first MR steps also prefetch the next tile's rows of C (MR rows
+   * down: the next micro-tile of the ir loop) into L2, well before that
+   * tile's update needs them. */
+  int64_t p = 0;
+  for (; p < kc && p < MR; p++, a += MR, b += NR) {
+    VT bv[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; v++) bv[v] = V_LOAD(b + v * LANES);
+    _mm_prefetch((const char *)(c + (MR + p) * ldc), _MM_HINT_T1);
+    _mm_prefetch((const char *)(c + (MR + p) * ldc + NR - 1), _MM_HINT_T1);
+#pragma GCC unroll 32
+    for (int i = 0; i < MR; i++) {
+      const VT ai = V_SET1(a[i]);
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; v++) acc[i][v] = V_FMA(ai, bv[v], acc[i][v]);
+    }
+  }
 #pragma GCC unroll 2
-  for (int64_t p = 0; p < kc; p++, a += MR, b += NR) {
+  for (; p < kc; p++, a += MR, b += NR) {
     VT bv[NV];
 #pragma GCC unroll 4
     for (int v = 0; v < NV; v++) bv[v] = V_LOAD(b + v * LANES);

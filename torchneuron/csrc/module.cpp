@@ -10,10 +10,12 @@
 #include "fallback.h"
 #include "generator.h"
 #include "neuron_check.h"
-#include "neuron_kernels.h"
 #include "neuron_stream.h"
 
 namespace py = pybind11;
+
+// kernels/src/gemm.h: the FMA peak probe behind _peak_fma (bench/peak.py).
+extern "C" int64_t nk_peak_fma(int64_t iters, int f64, int threads);
 
 namespace torchneuron {
 namespace {
