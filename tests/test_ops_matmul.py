@@ -5,6 +5,7 @@ sizes around the block sizes, transposed/sliced/expanded views, alpha/beta,
 in-place and out=, autograd -- all with the fallback as an error."""
 import pytest
 import torch
+import torchneuron
 
 from conftest import assert_same
 
@@ -153,3 +154,109 @@ def test_errors_match_cpu():
 def test_complex_falls_back_correctly():
     a = torch.randn(3, 3, dtype=torch.complex64)
     assert_same(torch.mm(a.to("neuron"), a.to("neuron")), a @ a, atol=1e-5, rtol=1e-5)
+
+
+# Sizes around the engine's edges: 0, 1, primes, the micro-tiles (MR 12/6,
+# NR 32/16) and the default cache blocks of a 32 KiB L1 / 1 MiB L2 machine
+# (KC ~192, MC ~672); the C tests cross every block edge with forced small
+# blocks.
+SWEEP_DIMS = [0, 1, 2, 5, 11, 12, 13, 31, 33, 64, 97, 191, 193, 257, 385]
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_random_sweep(native, dtype):
+    g = torch.Generator().manual_seed(7 + FLOATS.index(dtype))
+    for it in range(14):
+        m, n, k = (SWEEP_DIMS[int(i)] for i in torch.randint(0, len(SWEEP_DIMS), (3,), generator=g))
+        if it == 0:
+            m, n, k = 673, 7, 193  # across MC and KC at once
+        layout = int(torch.randint(0, 4, (1,), generator=g))
+        a = rand(m, k, dtype=dtype, gen=g)
+        b = rand(k, n, dtype=dtype, gen=g)
+        da, db = a.to("neuron"), b.to("neuron")
+        if layout & 1:  # transposed storage
+            da = da.t().contiguous().t()
+        if layout & 2:  # sliced: every other column of a wider matrix
+            db = torch.stack([db, db], -1).flatten(-2)[:, ::2]
+        want = expected(torch.mm, a, b, dtype=dtype)
+        assert_same(da @ db, want, **tol(dtype, k))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_matmul_shapes(native, dtype):
+    """matmul's dispatch: vector x matrix, matrix x vector, batched with
+    broadcasting on either side, tall and skinny."""
+    g = torch.Generator().manual_seed(8)
+    shapes = [((300,), (300, 7)), ((7, 300), (300,)), ((2, 1, 9, 40), (3, 40, 17)),
+              ((40,), (4, 40, 5)), ((4, 9, 40), (40,)), ((1000, 3), (3, 2)), ((2, 500), (500, 600)),
+              ((5, 64, 64), (5, 64, 64)), ((257,), (257,))]
+    for sa, sb in shapes:
+        a, b = rand(*sa, dtype=dtype, gen=g), rand(*sb, dtype=dtype, gen=g)
+        want = expected(torch.matmul, a, b, dtype=dtype)
+        assert_same(a.to("neuron") @ b.to("neuron"), want, **tol(dtype, sa[-1]))
+
+
+def test_batched_many_small_and_large(native):
+    """Batches of small products (split by batch entry) and a batch of large
+    ones (split inside each product) agree with the CPU."""
+    g = torch.Generator().manual_seed(9)
+    for shape_a, shape_b in [((64, 8, 9), (64, 9, 10)), ((3, 130, 200), (3, 200, 150))]:
+        a, b = rand(*shape_a, gen=g), rand(*shape_b, gen=g)
+        assert_same(torch.bmm(a.to("neuron"), b.to("neuron")), torch.bmm(a, b), **tol(torch.float32, shape_a[-1]))
+
+
+OPS = {
+    "mm": (lambda a, b, c: a @ b, [(6, 5), (5, 4), None]),
+    "bmm": (lambda a, b, c: torch.bmm(a, b), [(3, 6, 5), (3, 5, 4), None]),
+    "addmm": (lambda a, b, c: torch.addmm(c, a, b, beta=0.5, alpha=2), [(6, 5), (5, 4), (4,)]),
+    "addbmm": (lambda a, b, c: torch.addbmm(c, a, b), [(3, 6, 5), (3, 5, 4), (6, 4)]),
+    "baddbmm": (lambda a, b, c: torch.baddbmm(c, a, b, alpha=0.5), [(3, 6, 5), (3, 5, 4), (6, 4)]),
+    "mv": (lambda a, b, c: torch.mv(a, b), [(6, 5), (5,), None]),
+    "addmv": (lambda a, b, c: torch.addmv(c, a, b, beta=2), [(6, 5), (5,), (6,)]),
+    "dot": (lambda a, b, c: torch.dot(a, b), [(7,), (7,), None]),
+    "vdot": (lambda a, b, c: torch.vdot(a, b), [(7,), (7,), None]),
+    "outer": (lambda a, b, c: torch.outer(a, b), [(7,), (4,), None]),
+    "linear": (lambda a, b, c: torch.nn.functional.linear(a, b, c), [(2, 6, 5), (4, 5), (4,)]),
+    "matmul": (lambda a, b, c: torch.matmul(a, b), [(2, 1, 6, 5), (3, 5, 4), None]),
+    "matmul_vec": (lambda a, b, c: torch.matmul(a, b), [(5,), (2, 5, 4), None]),
+    "einsum": (lambda a, b, c: torch.einsum("bij,jk->bik", a, b), [(2, 6, 5), (5, 4), None]),
+}
+
+
+@pytest.mark.parametrize("op", sorted(OPS))
+def test_forward_backward_native(op):
+    """Forward and backward of each product with the fallback as an error
+    (every ATen op the autograd formulas call is native too)."""
+    fn, shapes = OPS[op]
+    g = torch.Generator().manual_seed(10)
+    inputs = [rand(*s, gen=g) if s else None for s in shapes]
+    results = []
+    for device in ("cpu", "neuron"):
+        args = [x.detach().to(device).requires_grad_() if x is not None else None for x in inputs]
+        ctx = torchneuron._fallback.fallback_mode("error") if device == "neuron" else _nullcontext()
+        with ctx:
+            y = fn(*args)
+            (y * torch.arange(y.numel(), device=device).reshape(y.shape).to(y.dtype).cos()).sum().backward()
+        results.append((y.detach().cpu(), [a.grad.cpu() if a is not None else None for a in args]))
+    torch.testing.assert_close(results[1][0], results[0][0], atol=1e-5, rtol=1e-5)
+    for got, want in zip(results[1][1], results[0][1]):
+        if want is not None:
+            torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+
+
+def _nullcontext():
+    import contextlib
+    return contextlib.nullcontext()
+
+
+def test_bias_epilogue_linear_3d(native):
+    """linear with bias on 3-d input (addmm on the flattened rows) and an
+    addmm whose self is a row, a column and a scalar."""
+    g = torch.Generator().manual_seed(11)
+    x, w, b = rand(3, 50, 70, gen=g), rand(40, 70, gen=g), rand(40, gen=g)
+    assert_same(torch.nn.functional.linear(x.to("neuron"), w.to("neuron"), b.to("neuron")),
+                torch.nn.functional.linear(x, w, b), **tol(torch.float32, 70))
+    a, m2 = rand(50, 70, gen=g), rand(70, 40, gen=g)
+    for self_ in (rand(40, gen=g), rand(50, 1, gen=g), rand(1, gen=g)):
+        assert_same(torch.addmm(self_.to("neuron"), a.to("neuron"), m2.to("neuron"), beta=0.5),
+                    torch.addmm(self_, a, m2, beta=0.5), **tol(torch.float32, 70))

@@ -1,26 +1,49 @@
 /* gemm.c — NK_KERNEL_GEMM: out[b] <- alpha * a[b] @ b[b] + beta * out[b].
  *
- * BLIS's structure.  The output is cut into tiles of MC x NC (per batch);
- * each tile is one unit of parallel work and owns an accumulator in the
- * compute type.  For each KC-deep slice of k, the tile packs its A block
- * (MC x KC, into MR-row slivers) and B panel (KC x NC, into NR-column
- * slivers), converting from the operands' dtype and absorbing any strides or
- * transposes, and the micro-kernel adds MR x NR products into the
- * accumulator.  Last, the tile is stored: out = alpha * acc + beta * out
- * (beta == 0 never reads out, so garbage or NaN there does not propagate).
+ * BLIS's five loops around a register-blocked micro-kernel (gemm.h):
  *
- * Decisions:
- *  - Compute types: float32 for float16/bfloat16/float32 (one rounding on
- *    store, as ATen's CPU), float64, int64 for integers (wrapping, no UB).
- *  - The k loop runs in the same order for every tile and tiles never share
- *    an output element, so results do not depend on the thread count.
- *  - Packing B once per tile (instead of once per KC x NC panel shared by all
- *    tiles of a row) costs 1/MC of the multiply-adds and keeps tiles
- *    independent.
- *  - Micro-kernels: AVX-512 float32 6x32, AVX2+FMA float32 6x16, portable C
- *    for the rest (the compiler vectorises their fixed-size loops); faster
- *    float64 and 16-bit kernels plug in through pick_shape. */
+ *   for jc in n by NC:                 B panel, KC x NC, in L3 (shared)
+ *     for pc in k by KC:               pack B panel[pc, jc] once (all threads)
+ *       for ic in m by MC:     (par)   pack A block[ic, pc] (per thread, L2)
+ *         for jr in NC by NR:  (par)   B sliver KC x NR (L1/L2), reused MC/MR times
+ *           for ir in MC by MR:        micro-kernel: MR x NR of C
+ *
+ * Decisions (the why):
+ *  - Block sizes come from the caches, read at run time (sysconf, with
+ *    defaults of 32 KiB / 1 MiB / 8 MiB): KC so that a B sliver is twice
+ *    L1 (fewer passes over C; see plan_gemm), MC so that an A block fills
+ *    half of L2, NC so that the shared B panel takes a quarter of L3.  TORCHNEURON_GEMM_{MC,KC,NC} override
+ *    them (tuning).  KC never depends on the thread count: every output
+ *    element sums its k blocks in the same order, and within a block the
+ *    micro-kernel adds p = 0..kc-1 in order, so results do not depend on
+ *    the number of threads (MC does depend on it; it only moves work).
+ *  - Threads: the pool is a work queue, not a team with barriers (a helper
+ *    may never show up on a loaded machine), so each (jc, pc) panel is two
+ *    parallel regions: one packs the shared B panel (split by slivers), one
+ *    runs (ic, jr-chunk) work items, each worker packing the A block of
+ *    its items into its own buffer (re-used while consecutive items share
+ *    ic).  Batched products of small matrices go the other way: one whole
+ *    matrix product per work item, serial inside.  Inside a parallel region
+ *    (convolution, attention calling nk_gemm_operands) everything runs
+ *    inline and serially, with the same results.
+ *  - C is updated by the micro-kernel directly (alpha, beta; later k
+ *    blocks with beta = 1) when the output is the compute type with unit
+ *    column stride and the tile is full; edge tiles go through a scratch
+ *    tile.  Other outputs (float16/bfloat16, integers, odd strides)
+ *    accumulate into a compute-type workspace of M x NC and are stored once
+ *    (alpha, beta, one rounding) by the work item that owns the tile after
+ *    the last k block, as ATen's CPU does.
+ *  - Compute types: float32 for float16/bfloat16/float32 (16-bit operands
+ *    are widened while packing, so they run on the float32 kernels),
+ *    float64, int64 for the integers (wrapping, portable kernel).
+ *  - Matrix-vector shapes (n == 1 or m == 1, float32/float64, one operand
+ *    with unit stride along k) skip packing: dot products per row, or axpy
+ *    sweeps for a column-major matrix; small problems run serially.
+ *  - Buffers (per-call, 64-byte aligned) are cached per calling thread and
+ *    grown on demand, so steady-state calls do not fault pages in. */
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "dtype_convert.h"
 #include "gemm.h"
@@ -29,15 +52,22 @@
 #include "neuron_kernels.h"
 #include "validate.h"
 
-#define NK_UKR_PORTABLE(name, T, MR, NR, MULADD)                                      \
-  static void name(int64_t kc, const void *ap, const void *bp, void *cp, int64_t ldc) { \
-    const T *a = ap, *b = bp;                                                          \
-    T *c = cp, acc[MR][NR] = {{0}};                                                    \
-    for (int64_t p = 0; p < kc; p++, a += MR, b += NR)                                 \
-      for (int i = 0; i < MR; i++)                                                     \
-        for (int j = 0; j < NR; j++) acc[i][j] = MULADD(acc[i][j], a[i], b[j]);        \
-    for (int i = 0; i < MR; i++)                                                       \
-      for (int j = 0; j < NR; j++) c[i * ldc + j] = MULADD(c[i * ldc + j], 1, acc[i][j]); \
+/* ------------------------------------------------------------ portable */
+
+#define NK_UKR_PORTABLE(name, T, MR, NR, MULADD)                                           \
+  static void name(int64_t kc, const void *ap, const void *bp, void *cp, int64_t ldc,       \
+                   const void *alphap, const void *betap) {                                 \
+    const T *a = ap, *b = bp;                                                               \
+    T *c = cp, acc[MR][NR] = {{0}};                                                         \
+    const T alpha = *(const T *)alphap, beta = *(const T *)betap;                           \
+    for (int64_t p = 0; p < kc; p++, a += MR, b += NR)                                      \
+      for (int i = 0; i < MR; i++)                                                          \
+        for (int j = 0; j < NR; j++) acc[i][j] = MULADD(acc[i][j], a[i], b[j]);             \
+    for (int i = 0; i < MR; i++)                                                            \
+      for (int j = 0; j < NR; j++) {                                                        \
+        T v = MULADD((T)0, alpha, acc[i][j]);                                               \
+        c[i * ldc + j] = beta == 0 ? v : MULADD(v, beta, c[i * ldc + j]);                   \
+      }                                                                                     \
   }
 #define NK_MULADD_FLOAT(acc, x, y) ((acc) + (x) * (y))
 #define NK_MULADD_INT(acc, x, y) ((int64_t)((uint64_t)(acc) + (uint64_t)(x) * (uint64_t)(y)))
@@ -45,25 +75,86 @@ NK_UKR_PORTABLE(ukr_f32_6x16, float, 6, 16, NK_MULADD_FLOAT)
 NK_UKR_PORTABLE(ukr_f64_4x8, double, 4, 8, NK_MULADD_FLOAT)
 NK_UKR_PORTABLE(ukr_i64_4x4, int64_t, 4, 4, NK_MULADD_INT)
 
-typedef struct gemm_shape {
-  int mr, nr;
-  int64_t mc, kc, nc; /* mc a multiple of mr, nc of nr */
-  size_t esize;       /* bytes of the compute type */
-  nk_gemm_ukr ukr;
-} gemm_shape;
+#define NK_DOT_PORTABLE(name, T)                                                            \
+  static T name(int64_t n, const T *x, const T *y) {                                        \
+    T s[8] = {0};                                                                           \
+    int64_t p = 0;                                                                          \
+    for (; p + 8 <= n; p += 8)                                                              \
+      for (int l = 0; l < 8; l++) s[l] += x[p + l] * y[p + l];                              \
+    T r = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));               \
+    for (; p < n; p++) r += x[p] * y[p];                                                    \
+    return r;                                                                               \
+  }                                                                                         \
+  static void name##_axpy(int64_t n, T s, const T *x, T *y) {                               \
+    for (int64_t i = 0; i < n; i++) y[i] += s * x[i];                                       \
+  }
+NK_DOT_PORTABLE(dot_f32, float)
+NK_DOT_PORTABLE(dot_f64, double)
 
-static gemm_shape pick_shape(nk_class cls) {
+/* ------------------------------------------------------------ shapes */
+
+typedef struct gemm_arch {
+  int mr, nr;
+  nk_gemm_ukr ukr;
+  void *dot, *axpy; /* float/double matrix-vector helpers (NULL: none) */
+} gemm_arch;
+
+static gemm_arch pick_arch(nk_class cls) {
+  const nk_isa isa = nk_cpu_isa();
   switch (cls) {
   case NK_CLASS_FLOAT:
-    switch (nk_cpu_isa()) {
-    case NK_ISA_AVX512: return (gemm_shape){6, 32, 96, 256, 1024, sizeof(float), nk_gemm_avx512_f32_6x32};
-    case NK_ISA_AVX2: return (gemm_shape){6, 16, 96, 256, 1024, sizeof(float), nk_gemm_avx2_f32_6x16};
-    default: return (gemm_shape){6, 16, 96, 256, 1024, sizeof(float), ukr_f32_6x16};
-    }
-  case NK_CLASS_DOUBLE: return (gemm_shape){4, 8, 96, 256, 512, sizeof(double), ukr_f64_4x8};
-  default: return (gemm_shape){4, 4, 96, 256, 512, sizeof(int64_t), ukr_i64_4x4};
+    if (isa == NK_ISA_AVX512)
+      return (gemm_arch){12, 32, nk_gemm_ukr_avx512_f32, (void *)nk_gemm_dot_avx512_f32,
+                         (void *)nk_gemm_axpy_avx512_f32};
+    if (isa == NK_ISA_AVX2)
+      return (gemm_arch){6, 16, nk_gemm_ukr_avx2_f32, (void *)nk_gemm_dot_avx2_f32,
+                         (void *)nk_gemm_axpy_avx2_f32};
+    return (gemm_arch){6, 16, ukr_f32_6x16, (void *)dot_f32, (void *)dot_f32_axpy};
+  case NK_CLASS_DOUBLE:
+    if (isa == NK_ISA_AVX512)
+      return (gemm_arch){12, 16, nk_gemm_ukr_avx512_f64, (void *)nk_gemm_dot_avx512_f64,
+                         (void *)nk_gemm_axpy_avx512_f64};
+    if (isa == NK_ISA_AVX2)
+      return (gemm_arch){6, 8, nk_gemm_ukr_avx2_f64, (void *)nk_gemm_dot_avx2_f64,
+                         (void *)nk_gemm_axpy_avx2_f64};
+    return (gemm_arch){4, 8, ukr_f64_4x8, (void *)dot_f64, (void *)dot_f64_axpy};
+  default: return (gemm_arch){4, 4, ukr_i64_4x4, NULL, NULL};
   }
 }
+
+static long env_long(const char *name) {
+  const char *s = getenv(name);
+  return s && *s ? atol(s) : 0;
+}
+
+typedef struct cache_info {
+  long l1, l2, l3, mc, kc, nc; /* bytes; then the overrides (0: none) */
+} cache_info;
+
+static cache_info caches(void) {
+  static cache_info ci;
+  static int known; /* racing first callers compute the same answer */
+  if (!__atomic_load_n(&known, __ATOMIC_ACQUIRE)) {
+    cache_info c;
+    c.l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE);
+    c.l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    c.l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (c.l1 < 16384 || c.l1 > (1L << 20)) c.l1 = 32768;
+    if (c.l2 < 131072 || c.l2 > (64L << 20)) c.l2 = 1L << 20;
+    if (c.l3 < c.l2 || c.l3 > (1L << 30)) c.l3 = 8L << 20;
+    c.mc = env_long("TORCHNEURON_GEMM_MC");
+    c.kc = env_long("TORCHNEURON_GEMM_KC");
+    c.nc = env_long("TORCHNEURON_GEMM_NC");
+    ci = c;
+    __atomic_store_n(&known, 1, __ATOMIC_RELEASE);
+  }
+  return ci;
+}
+
+static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
+static int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
+
+/* ------------------------------------------------------------ the plan */
 
 /* A matrix of one batch entry: element (r, c) at data + r * rs + c * cs. */
 typedef struct matrix {
@@ -74,165 +165,417 @@ typedef struct matrix {
 
 typedef struct gemm_plan {
   nk_class cls;
-  gemm_shape s;
+  gemm_arch arch;
+  size_t es;                 /* bytes of the compute type */
+  int64_t mc, kc, nc;        /* mc a multiple of mr, nc of nr */
   int64_t batch, m, n, k;
-  nrt_operand out, a, b; /* 3-d: (batch, rows, cols) */
-  double alpha, beta;
-  int64_t alpha_i, beta_i;
-  int64_t m_tiles, n_tiles;
+  nrt_operand out, a, b;     /* 3-d: (batch, rows, cols) */
+  nk_scalar alpha, beta;
+  int direct;                /* out is the compute type with unit column stride */
+  char one[8], zero[8];      /* 1 and 0 in the compute type */
+  char alpha_c[8], beta_c[8];/* alpha, beta in the compute type */
 } gemm_plan;
 
-/* One element converted to the compute type at dst. */
-NK_INLINE void load_compute(nk_class cls, nrt_dtype t, const char *src, char *dst) {
+static void set_compute(nk_class cls, char *dst, nk_scalar v) {
   switch (cls) {
-  case NK_CLASS_FLOAT: { float v = nk_load_f32(t, src); memcpy(dst, &v, sizeof v); break; }
-  case NK_CLASS_DOUBLE: { double v = nk_load_f64(t, src); memcpy(dst, &v, sizeof v); break; }
-  default: { int64_t v = nk_load_i64(t, src); memcpy(dst, &v, sizeof v); break; }
+  case NK_CLASS_FLOAT: { float f = (float)v.f; memcpy(dst, &f, 4); break; }
+  case NK_CLASS_DOUBLE: memcpy(dst, &v.f, 8); break;
+  default: memcpy(dst, &v.i, 8); break;
   }
 }
 
-/* Rows [r0, r0 + rows) x cols [c0, c0 + cols) of x, packed into slivers of
- * `width` along the "row" index (A: slivers of MR rows, k-major inside; B
- * is passed transposed so that its slivers are NR columns).  Padding is 0.
- * Operands already in the compute type are read as plain loads (the common
- * case, and the one where packing cost shows). */
-#define NK_PACK_RAW(name, T)                                                                  \
-  static void name(const matrix *x, int64_t r0, int64_t rows, int64_t c0, int64_t cols,         \
-                   int width, T *dst) {                                                       \
-    for (int64_t s = 0; s < rows; s += width) {                                               \
-      const int valid = rows - s < width ? (int)(rows - s) : width;                           \
-      const char *base = x->data + (r0 + s) * x->rs + c0 * x->cs;                             \
-      for (int64_t c = 0; c < cols; c++, dst += width) {                                      \
-        const char *src = base + c * x->cs;                                                   \
-        int i = 0;                                                                            \
-        if (x->rs == (int64_t)sizeof(T)) {                                                    \
-          memcpy(dst, src, (size_t)valid * sizeof(T));                                        \
-          i = valid;                                                                          \
-        }                                                                                     \
-        for (; i < valid; i++) memcpy(dst + i, src + i * x->rs, sizeof(T));                   \
-        for (; i < width; i++) dst[i] = 0;                                                    \
-      }                                                                                       \
-    }                                                                                         \
-  }
-NK_PACK_RAW(pack_raw_f32, float)
-NK_PACK_RAW(pack_raw_f64, double)
+/* ------------------------------------------------------------ packing */
 
-static void pack(nk_class cls, size_t es, const matrix *x, int64_t r0, int64_t rows, int64_t c0,
+/* Rows [r0, r0 + rows) x cols [c0, c0 + cols) of x packed into slivers of
+ * `width` along the row index, k (the column index) major inside a sliver:
+ * dst[s][c][i] = x[r0 + s * width + i][c0 + c]; padding is 0.  A is packed
+ * as (m, k); B is passed transposed, (n, k).  Two fast layouts: rows
+ * adjacent in memory (one run of `width` per k step) and k adjacent (a
+ * transpose); anything else reads element by element. */
+#define NK_PACK(name, T, S, LOAD)                                                            \
+  static void name(const matrix *x, int64_t r0, int64_t rows, int64_t c0, int64_t cols,     \
+                   int width, T *dst) {                                                     \
+    for (int64_t s = 0; s < rows; s += width, dst += (int64_t)width * cols) {               \
+      const int valid = rows - s < width ? (int)(rows - s) : width;                         \
+      const char *base = x->data + (r0 + s) * x->rs + c0 * x->cs;                           \
+      if (x->rs == (int64_t)sizeof(S)) {                                                    \
+        for (int64_t c = 0; c < cols; c++) {                                                \
+          const S *src = (const S *)(base + c * x->cs);                                     \
+          T *d = dst + c * width;                                                           \
+          int i = 0;                                                                        \
+          for (; i < valid; i++) d[i] = LOAD(src[i]);                                       \
+          for (; i < width; i++) d[i] = 0;                                                  \
+        }                                                                                   \
+      } else if (x->cs == (int64_t)sizeof(S)) {                                             \
+        for (int i = 0; i < valid; i++) {                                                   \
+          const S *src = (const S *)(base + i * x->rs);                                     \
+          for (int64_t c = 0; c < cols; c++) dst[c * width + i] = LOAD(src[c]);             \
+        }                                                                                   \
+        if (valid < width)                                                                  \
+          for (int64_t c = 0; c < cols; c++)                                                \
+            for (int i = valid; i < width; i++) dst[c * width + i] = 0;                     \
+      } else {                                                                              \
+        for (int64_t c = 0; c < cols; c++) {                                                \
+          T *d = dst + c * width;                                                           \
+          int i = 0;                                                                        \
+          for (; i < valid; i++) {                                                          \
+            S v;                                                                            \
+            memcpy(&v, base + i * x->rs + c * x->cs, sizeof v);                             \
+            d[i] = LOAD(v);                                                                 \
+          }                                                                                 \
+          for (; i < width; i++) d[i] = 0;                                                  \
+        }                                                                                   \
+      }                                                                                     \
+    }                                                                                       \
+  }
+#define NK_ID(v) (v)
+NK_PACK(pack_f32, float, float, NK_ID)
+NK_PACK(pack_f64, double, double, NK_ID)
+NK_PACK(pack_bf16, float, uint16_t, nk_bf16_to_f32)
+NK_PACK(pack_f16, float, uint16_t, nk_f16_to_f32)
+
+static void pack(const gemm_plan *p, const matrix *x, int64_t r0, int64_t rows, int64_t c0,
                  int64_t cols, int width, char *dst) {
-  if (cls == NK_CLASS_FLOAT && x->dtype == NRT_FLOAT32) {
-    pack_raw_f32(x, r0, rows, c0, cols, width, (float *)dst);
+  if (p->cls == NK_CLASS_FLOAT) {
+    switch (x->dtype) {
+    case NRT_FLOAT32: pack_f32(x, r0, rows, c0, cols, width, (float *)dst); return;
+    case NRT_BFLOAT16: pack_bf16(x, r0, rows, c0, cols, width, (float *)dst); return;
+    case NRT_FLOAT16: pack_f16(x, r0, rows, c0, cols, width, (float *)dst); return;
+    default: break;
+    }
+  }
+  if (p->cls == NK_CLASS_DOUBLE && x->dtype == NRT_FLOAT64) {
+    pack_f64(x, r0, rows, c0, cols, width, (double *)dst);
     return;
   }
-  if (cls == NK_CLASS_DOUBLE && x->dtype == NRT_FLOAT64) {
-    pack_raw_f64(x, r0, rows, c0, cols, width, (double *)dst);
-    return;
-  }
+  /* Integers (and anything else): one converted element at a time. */
+  const size_t es = p->es;
   for (int64_t s = 0; s < rows; s += width) {
     for (int64_t c = 0; c < cols; c++) {
       for (int i = 0; i < width; i++, dst += es) {
-        if (s + i < rows)
-          load_compute(cls, x->dtype, x->data + (r0 + s + i) * x->rs + (c0 + c) * x->cs, dst);
-        else
+        if (s + i >= rows) {
           memset(dst, 0, es);
+          continue;
+        }
+        const char *src = x->data + (r0 + s + i) * x->rs + (c0 + c) * x->cs;
+        if (p->cls == NK_CLASS_FLOAT) {
+          float v = nk_load_f32(x->dtype, src);
+          memcpy(dst, &v, 4);
+        } else if (p->cls == NK_CLASS_DOUBLE) {
+          double v = nk_load_f64(x->dtype, src);
+          memcpy(dst, &v, 8);
+        } else {
+          int64_t v = nk_load_i64(x->dtype, src);
+          memcpy(dst, &v, 8);
+        }
       }
     }
   }
 }
 
-/* out = alpha * acc + beta * out over the valid rows x cols of the tile. */
-static void store_tile(const gemm_plan *p, const char *acc, int64_t ld, char *out, int64_t rs,
-                       int64_t cs, int64_t rows, int64_t cols) {
+/* ------------------------------------------------------------ storing */
+
+/* out = alpha * ws + beta * out over rows x cols (ws in the compute type,
+ * leading dimension ld), rounding once to out's dtype. */
+static void store_ws(const gemm_plan *p, const char *ws, int64_t ld, char *out, int64_t rs,
+                     int64_t cs, int64_t rows, int64_t cols) {
   const nrt_dtype t = (nrt_dtype)p->out.dtype;
   for (int64_t i = 0; i < rows; i++) {
-    for (int64_t j = 0; j < cols; j++) {
-      char *o = out + i * rs + j * cs;
-      const char *a = acc + (i * ld + j) * (int64_t)p->s.esize;
-      switch (p->cls) {
-      case NK_CLASS_FLOAT: {
-        float v;
-        memcpy(&v, a, sizeof v);
-        v = (float)p->alpha * v;
-        if (p->beta != 0) v += (float)p->beta * nk_load_f32(t, o);
+    char *o = out + i * rs;
+    if (p->cls == NK_CLASS_FLOAT) {
+      const float *w = (const float *)ws + i * ld, al = (float)p->alpha.f, be = (float)p->beta.f;
+      for (int64_t j = 0; j < cols; j++, o += cs) {
+        float v = al * w[j];
+        if (be != 0) v += be * nk_load_f32(t, o);
         nk_store_f32(t, o, v);
-        break;
       }
-      case NK_CLASS_DOUBLE: {
-        double v;
-        memcpy(&v, a, sizeof v);
-        v = p->alpha * v;
-        if (p->beta != 0) v += p->beta * nk_load_f64(t, o);
+    } else if (p->cls == NK_CLASS_DOUBLE) {
+      const double *w = (const double *)ws + i * ld;
+      for (int64_t j = 0; j < cols; j++, o += cs) {
+        double v = p->alpha.f * w[j];
+        if (p->beta.f != 0) v += p->beta.f * nk_load_f64(t, o);
         nk_store_f64(t, o, v);
-        break;
       }
-      default: {
-        int64_t v;
-        memcpy(&v, a, sizeof v);
-        uint64_t r = (uint64_t)p->alpha_i * (uint64_t)v;
-        if (p->beta_i != 0) r += (uint64_t)p->beta_i * (uint64_t)nk_load_i64(t, o);
+    } else {
+      const int64_t *w = (const int64_t *)ws + i * ld;
+      for (int64_t j = 0; j < cols; j++, o += cs) {
+        uint64_t r = (uint64_t)p->alpha.i * (uint64_t)w[j];
+        if (p->beta.i != 0) r += (uint64_t)p->beta.i * (uint64_t)nk_load_i64(t, o);
         nk_store_i64(t, o, (int64_t)r);
-        break;
-      }
       }
     }
   }
 }
+
+/* c (valid rows x cols of a tile, leading dimension ldc) = t + beta * c,
+ * beta == 0 not reading c; t is a scratch tile already scaled by alpha. */
+static void merge_tile(nk_class cls, const char *t, int nr, char *c, int64_t ldc, int64_t rows,
+                       int64_t cols, const char *betap) {
+  for (int64_t i = 0; i < rows; i++) {
+    if (cls == NK_CLASS_FLOAT) {
+      const float *s = (const float *)t + i * nr, b = *(const float *)betap;
+      float *d = (float *)c + i * ldc;
+      for (int64_t j = 0; j < cols; j++) d[j] = b == 0 ? s[j] : s[j] + b * d[j];
+    } else if (cls == NK_CLASS_DOUBLE) {
+      const double *s = (const double *)t + i * nr, b = *(const double *)betap;
+      double *d = (double *)c + i * ldc;
+      for (int64_t j = 0; j < cols; j++) d[j] = b == 0 ? s[j] : s[j] + b * d[j];
+    } else {
+      const int64_t *s = (const int64_t *)t + i * nr, b = *(const int64_t *)betap;
+      int64_t *d = (int64_t *)c + i * ldc;
+      for (int64_t j = 0; j < cols; j++)
+        d[j] = b == 0 ? s[j] : (int64_t)((uint64_t)s[j] + (uint64_t)b * (uint64_t)d[j]);
+    }
+  }
+}
+
+/* ------------------------------------------------------------ buffers */
 
 typedef struct gemm_buffers {
-  char *a_pack, *b_pack, *acc;
+  char *b_panel;  /* KC x NC, shared */
+  char *ws;       /* M x NC compute-type workspace (indirect outputs) */
+  char *a_blocks; /* one MC x KC block per worker */
+  size_t a_stride;
+  int workers;
 } gemm_buffers;
 
-static void run_tile(const gemm_plan *p, const gemm_buffers *buf, int64_t tile) {
-  const gemm_shape *s = &p->s;
-  const int64_t bi = tile / (p->m_tiles * p->n_tiles);
-  const int64_t rest = tile % (p->m_tiles * p->n_tiles);
-  const int64_t i0 = rest / p->n_tiles * s->mc, j0 = rest % p->n_tiles * s->nc;
-  const int64_t rows = p->m - i0 < s->mc ? p->m - i0 : s->mc;
-  const int64_t cols = p->n - j0 < s->nc ? p->n - j0 : s->nc;
-  const int64_t rows_p = (rows + s->mr - 1) / s->mr * s->mr;
-  const int64_t cols_p = (cols + s->nr - 1) / s->nr * s->nr;
-  const size_t es = s->esize;
-  /* A as (m, k); B transposed to (n, k) so both pack as "rows into slivers". */
-  const matrix a = {(const char *)p->a.data + bi * p->a.strides[0], (nrt_dtype)p->a.dtype,
-                    p->a.strides[1], p->a.strides[2]};
-  const matrix bt = {(const char *)p->b.data + bi * p->b.strides[0], (nrt_dtype)p->b.dtype,
-                     p->b.strides[2], p->b.strides[1]};
-  memset(buf->acc, 0, (size_t)(rows_p * cols_p) * es);
-  for (int64_t k0 = 0; k0 < p->k; k0 += s->kc) {
-    const int64_t kc = p->k - k0 < s->kc ? p->k - k0 : s->kc;
-    pack(p->cls, es, &a, i0, rows, k0, kc, s->mr, buf->a_pack);
-    pack(p->cls, es, &bt, j0, cols, k0, kc, s->nr, buf->b_pack);
-    for (int64_t jr = 0; jr < cols_p; jr += s->nr) {
-      const char *bs = buf->b_pack + (size_t)(jr * kc) * es;
-      for (int64_t ir = 0; ir < rows_p; ir += s->mr)
-        s->ukr(kc, buf->a_pack + (size_t)(ir * kc) * es, bs, buf->acc + (size_t)(ir * cols_p + jr) * es,
-               cols_p);
+typedef struct tls_cache {
+  char *mem;
+  size_t bytes;
+} tls_cache;
+static _Thread_local tls_cache cache;
+
+/* `bytes` of 64-byte aligned scratch owned by the calling thread (kept for
+ * its next call); NULL when out of memory. */
+static char *scratch(size_t bytes) {
+  if (bytes <= cache.bytes) return cache.mem;
+  free(cache.mem);
+  cache.bytes = 0;
+  cache.mem = aligned_alloc(64, round_up((int64_t)bytes, 4096));
+  if (cache.mem) cache.bytes = (size_t)round_up((int64_t)bytes, 4096);
+  return cache.mem;
+}
+
+/* ------------------------------------------------------------ the loops */
+
+typedef struct panel {
+  const gemm_plan *p;
+  const gemm_buffers *buf;
+  matrix a, bt;      /* A as (m, k), B transposed as (n, k) */
+  char *out;         /* this batch entry's output */
+  int64_t j0, nc;    /* the panel's columns */
+  int64_t p0, kc;    /* the k block */
+  int last;          /* the last k block: indirect outputs are stored now */
+  int64_t mc, n_ic, jr_chunk, n_jr_chunks;
+} panel;
+
+static void pack_b_range(void *arg, int64_t begin, int64_t end, int worker) {
+  (void)worker;
+  const panel *pn = arg;
+  const gemm_plan *p = pn->p;
+  const int nr = p->arch.nr;
+  const int64_t c0 = begin * nr, c1 = end * nr < pn->nc ? end * nr : pn->nc;
+  pack(p, &pn->bt, pn->j0 + c0, c1 - c0, pn->p0, pn->kc, nr,
+       pn->buf->b_panel + (size_t)(c0 * pn->kc) * p->es);
+}
+
+/* Work items [begin, end): item = ic * n_jr_chunks + chunk. */
+static void compute_range(void *arg, int64_t begin, int64_t end, int worker) {
+  const panel *pn = arg;
+  const gemm_plan *p = pn->p;
+  const int mr = p->arch.mr, nr = p->arch.nr;
+  const size_t es = p->es;
+  char *a_pack = pn->buf->a_blocks + (size_t)worker * pn->buf->a_stride;
+  _Alignas(64) char tile[16 * 32 * 8];
+  int64_t packed_ic = -1;
+  for (int64_t item = begin; item < end; item++) {
+    const int64_t ic = item / pn->n_jr_chunks, chunk = item % pn->n_jr_chunks;
+    const int64_t i0 = ic * pn->mc, rows = p->m - i0 < pn->mc ? p->m - i0 : pn->mc;
+    if (ic != packed_ic) {
+      pack(p, &pn->a, i0, rows, pn->p0, pn->kc, mr, a_pack);
+      packed_ic = ic;
+    }
+    const int64_t jb = chunk * pn->jr_chunk;
+    const int64_t je = jb + pn->jr_chunk < pn->nc ? jb + pn->jr_chunk : pn->nc;
+    /* Where C goes: the output itself, or the workspace (row i, panel column j). */
+    char *c;
+    int64_t ldc;
+    const char *alpha, *beta;
+    if (p->direct) {
+      ldc = p->out.strides[1] / (int64_t)es;
+      c = pn->out + i0 * p->out.strides[1] + (pn->j0 + jb) * (int64_t)es;
+      alpha = p->alpha_c;
+      beta = pn->p0 == 0 ? p->beta_c : p->one;
+    } else {
+      ldc = pn->nc;
+      c = pn->buf->ws + (size_t)(i0 * pn->nc + jb) * es;
+      alpha = p->one;
+      beta = pn->p0 == 0 ? p->zero : p->one;
+    }
+    for (int64_t jr = jb; jr < je; jr += nr) {
+      const int64_t cols = je - jr < nr ? je - jr : nr;
+      const char *bs = pn->buf->b_panel + (size_t)(jr * pn->kc) * es;
+      char *cj = c + (jr - jb) * (int64_t)es;
+      for (int64_t ir = 0; ir < rows; ir += mr) {
+        const int64_t r = rows - ir < mr ? rows - ir : mr;
+        const char *as = a_pack + (size_t)(ir * pn->kc) * es;
+        char *ct = cj + ir * ldc * (int64_t)es;
+        if (r == mr && cols == nr) {
+          p->arch.ukr(pn->kc, as, bs, ct, ldc, alpha, beta);
+        } else {
+          p->arch.ukr(pn->kc, as, bs, tile, nr, alpha, p->zero);
+          merge_tile(p->cls, tile, nr, ct, ldc, r, cols, beta);
+        }
+      }
+    }
+    if (!p->direct && pn->last) {
+      char *o = pn->out + i0 * p->out.strides[1] + (pn->j0 + jb) * p->out.strides[2];
+      store_ws(p, c, pn->nc, o, p->out.strides[1], p->out.strides[2], rows, je - jb);
     }
   }
-  char *out = (char *)p->out.data + bi * p->out.strides[0] + i0 * p->out.strides[1] +
-              j0 * p->out.strides[2];
-  store_tile(p, buf->acc, cols_p, out, p->out.strides[1], p->out.strides[2], rows, cols);
 }
 
-typedef struct gemm_run {
-  const gemm_plan *plan;
-  int failed; /* set (never cleared) when a worker could not get buffers */
-} gemm_run;
+/* One batch entry, all loops; `parallel` splits packing and the ic/jr work
+ * over the pool (two regions per panel), otherwise everything runs here
+ * with worker `worker`'s A buffer. */
+static void gemm_one(const gemm_plan *p, const gemm_buffers *buf, int64_t bi, int parallel,
+                     int worker) {
+  panel pn;
+  pn.p = p;
+  pn.buf = buf;
+  pn.a = (matrix){(const char *)p->a.data + bi * p->a.strides[0], (nrt_dtype)p->a.dtype,
+                  p->a.strides[1], p->a.strides[2]};
+  pn.bt = (matrix){(const char *)p->b.data + bi * p->b.strides[0], (nrt_dtype)p->b.dtype,
+                   p->b.strides[2], p->b.strides[1]};
+  pn.out = (char *)p->out.data + bi * p->out.strides[0];
+  const int mr = p->arch.mr, nr = p->arch.nr;
+  const int threads = parallel ? buf->workers : 1;
+  /* MC: the cache's, but small enough to give every thread some rows. */
+  pn.mc = p->mc;
+  if (threads > 1) {
+    const int64_t share = round_up((p->m + threads - 1) / threads, mr);
+    if (share < pn.mc) pn.mc = share < 4 * mr && p->m > 4 * mr && 4 * mr <= p->mc ? 4 * mr : share;
+  }
+  pn.n_ic = (p->m + pn.mc - 1) / pn.mc;
+  for (pn.j0 = 0; pn.j0 < p->n; pn.j0 += p->nc) {
+    pn.nc = p->n - pn.j0 < p->nc ? p->n - pn.j0 : p->nc;
+    const int64_t slivers = (pn.nc + nr - 1) / nr;
+    /* jr chunks: enough items for ~4 per thread when ic blocks are few. */
+    int64_t chunks = 1;
+    if (threads > 1 && pn.n_ic < 4 * threads) chunks = (4 * threads + pn.n_ic - 1) / pn.n_ic;
+    if (chunks > slivers) chunks = slivers;
+    pn.jr_chunk = (slivers + chunks - 1) / chunks * nr;
+    pn.n_jr_chunks = (pn.nc + pn.jr_chunk - 1) / pn.jr_chunk;
+    for (pn.p0 = 0; pn.p0 < p->k; pn.p0 += p->kc) {
+      pn.kc = p->k - pn.p0 < p->kc ? p->k - pn.p0 : p->kc;
+      pn.last = pn.p0 + pn.kc >= p->k;
+      const int64_t items = pn.n_ic * pn.n_jr_chunks;
+      if (parallel) {
+        nk_parallel_for(slivers, 4, pack_b_range, &pn);
+        nk_parallel_for(items, 1, compute_range, &pn);
+      } else {
+        pack_b_range(&pn, 0, slivers, worker);
+        compute_range(&pn, 0, items, worker);
+      }
+    }
+  }
+}
 
-static void run_tiles(void *arg, int64_t begin, int64_t end, int worker) {
+/* ------------------------------------------------------------ matrix-vector */
+
+/* out[i] = alpha * sum_p x[i, p] * v[p] + beta * out[i] for i in rows,
+ * float32/float64 with x's k stride one element (dot form) or x's row
+ * stride one element (axpy form).  m == 1 products come here transposed. */
+typedef struct gemv {
+  const gemm_plan *p;
+  const char *x, *v, *out;
+  int64_t rows, k, xrs, xcs, vs, os;
+  int dot_form;
+  char *vbuf; /* v made contiguous (dot form), or NULL if it already is */
+} gemv;
+
+#define NK_GEMV_RANGE(name, T, LOADV)                                                        \
+  static void name(const gemv *g, int64_t begin, int64_t end) {                             \
+    const gemm_plan *p = g->p;                                                              \
+    const T alpha = (T)p->alpha.f, beta = (T)p->beta.f;                                     \
+    const T *v = g->vbuf ? (const T *)g->vbuf : (const T *)g->v;                            \
+    if (g->dot_form) {                                                                      \
+      T (*dot)(int64_t, const T *, const T *) = (T(*)(int64_t, const T *, const T *))p->arch.dot; \
+      for (int64_t i = begin; i < end; i++) {                                               \
+        T s = alpha * dot(g->k, (const T *)(g->x + i * g->xrs), v);                          \
+        T *o = (T *)(g->out + i * g->os);                                                   \
+        *o = beta == 0 ? s : s + beta * *o;                                                 \
+      }                                                                                     \
+      return;                                                                               \
+    }                                                                                       \
+    void (*axpy)(int64_t, T, const T *, T *) = (void (*)(int64_t, T, const T *, T *))p->arch.axpy; \
+    T acc[256];                                                                             \
+    for (int64_t i0 = begin; i0 < end; i0 += 256) {                                         \
+      const int64_t n = end - i0 < 256 ? end - i0 : 256;                                    \
+      memset(acc, 0, sizeof acc);                                                           \
+      for (int64_t q = 0; q < g->k; q++) {                                                  \
+        T vq;                                                                               \
+        memcpy(&vq, g->v + q * g->vs, sizeof vq);                                           \
+        axpy(n, vq, (const T *)(g->x + i0 * g->xrs + q * g->xcs), acc);                      \
+      }                                                                                     \
+      for (int64_t i = 0; i < n; i++) {                                                     \
+        T *o = (T *)(g->out + (i0 + i) * g->os);                                            \
+        T s = alpha * acc[i];                                                               \
+        *o = beta == 0 ? s : s + beta * *o;                                                 \
+      }                                                                                     \
+    }                                                                                       \
+  }
+NK_GEMV_RANGE(gemv_f32, float, 0)
+NK_GEMV_RANGE(gemv_f64, double, 0)
+
+static void gemv_range(void *arg, int64_t begin, int64_t end, int worker) {
   (void)worker;
-  gemm_run *r = arg;
-  const gemm_shape *s = &r->plan->s;
-  gemm_buffers buf = {malloc((size_t)(s->mc * s->kc) * s->esize),
-                      malloc((size_t)(s->kc * s->nc) * s->esize),
-                      malloc((size_t)(s->mc * s->nc) * s->esize)};
-  if (buf.a_pack && buf.b_pack && buf.acc)
-    for (int64_t t = begin; t < end; t++) run_tile(r->plan, &buf, t);
+  const gemv *g = arg;
+  if (g->p->cls == NK_CLASS_FLOAT)
+    gemv_f32(g, begin, end);
   else
-    __atomic_store_n(&r->failed, 1, __ATOMIC_RELAXED);
-  free(buf.a_pack);
-  free(buf.b_pack);
-  free(buf.acc);
+    gemv_f64(g, begin, end);
 }
+
+/* Runs the product as matrix-vector passes if its shape and layout allow;
+ * returns 1 if it did. */
+static int try_gemv(const gemm_plan *p) {
+  if (p->cls != NK_CLASS_FLOAT && p->cls != NK_CLASS_DOUBLE) return 0;
+  if (!p->direct || (p->n != 1 && p->m != 1) || p->k == 0) return 0;
+  const int64_t es = (int64_t)p->es;
+  /* As rows x k matrix x times vector v into out (stride os). */
+  int64_t rows, xrs, xcs, vs, os, xb, vb;
+  const char *xd, *vd;
+  if (p->n == 1) {
+    rows = p->m;
+    xd = p->a.data, xb = p->a.strides[0], xrs = p->a.strides[1], xcs = p->a.strides[2];
+    vd = p->b.data, vb = p->b.strides[0], vs = p->b.strides[1];
+    os = p->out.strides[1];
+  } else {
+    rows = p->n;
+    xd = p->b.data, xb = p->b.strides[0], xrs = p->b.strides[2], xcs = p->b.strides[1];
+    vd = p->a.data, vb = p->a.strides[0], vs = p->a.strides[2];
+    os = p->out.strides[2];
+  }
+  const int dot_form = xcs == es;
+  if (!dot_form && !(xrs == es && rows > 1)) return 0;
+  char *vbuf = NULL;
+  if (dot_form && vs != es) {
+    vbuf = scratch((size_t)(p->k * es));
+    if (!vbuf) return 0;
+  }
+  for (int64_t bi = 0; bi < p->batch; bi++) {
+    gemv g = {p, xd + bi * xb, vd + bi * vb, (const char *)p->out.data + bi * p->out.strides[0],
+              rows, p->k, xrs, xcs, vs, os, dot_form, vbuf};
+    if (vbuf)
+      for (int64_t q = 0; q < p->k; q++) memcpy(vbuf + q * es, g.v + q * vs, (size_t)es);
+    const int64_t grain = dot_form ? 1 + (1 << 16) / p->k : 256 * (1 + (1 << 16) / (256 * p->k));
+    nk_parallel_for(rows, grain, gemv_range, &g);
+  }
+  return 1;
+}
+
+/* ------------------------------------------------------------ entry */
 
 static int plan_gemm(nrt_exec_ctx *ctx, const nrt_operand *ops, nk_scalar alpha, nk_scalar beta,
                      gemm_plan *p) {
@@ -248,6 +591,7 @@ static int plan_gemm(nrt_exec_ctx *ctx, const nrt_operand *ops, nk_scalar alpha,
       return -1;
     }
   }
+  memset(p, 0, sizeof *p);
   p->out = ops[0];
   p->a = ops[1];
   p->b = ops[2];
@@ -270,32 +614,152 @@ static int plan_gemm(nrt_exec_ctx *ctx, const nrt_operand *ops, nk_scalar alpha,
     return -1;
   }
   p->cls = nk_dtype_class(t);
-  p->s = pick_shape(p->cls);
-  p->alpha = alpha.f;
-  p->beta = beta.f;
-  p->alpha_i = alpha.i;
-  p->beta_i = beta.i;
-  p->m_tiles = (p->m + p->s.mc - 1) / p->s.mc;
-  p->n_tiles = (p->n + p->s.nc - 1) / p->s.nc;
+  p->arch = pick_arch(p->cls);
+  p->es = p->cls == NK_CLASS_FLOAT ? sizeof(float) : 8;
+  p->alpha = alpha;
+  p->beta = beta;
+  set_compute(p->cls, p->alpha_c, alpha);
+  set_compute(p->cls, p->beta_c, beta);
+  set_compute(p->cls, p->one, (nk_scalar){1.0, 1});
+  set_compute(p->cls, p->zero, (nk_scalar){0.0, 0});
+  const int compute_dtype = (p->cls == NK_CLASS_FLOAT && t == NRT_FLOAT32) ||
+                            (p->cls == NK_CLASS_DOUBLE && t == NRT_FLOAT64);
+  p->direct = compute_dtype && p->out.strides[2] == (int64_t)p->es &&
+              p->out.strides[1] % (int64_t)p->es == 0;
+
+  const cache_info ci = caches();
+  const int64_t mr = p->arch.mr, nr = p->arch.nr, es = (int64_t)p->es;
+  /* KC: the B sliver (KC x NR) takes twice L1.  Measured (Zen 4, 1024^3
+   * float32): a sliver in L1 (KC 192) leaves each product 5-6 passes of
+   * read-modify-write over C, which cost more than streaming the B sliver
+   * from L2 (the micro-kernel holds 96% of peak with both streaming);
+   * KC 512 was the best of 128..1024. */
+  int64_t kc = ci.kc > 0 ? ci.kc : ci.l1 * 2 / (nr * es) / 8 * 8;
+  kc = ci.kc > 0 ? clamp64(kc, 8, 4096) : clamp64(kc, 64, 512);
+  /* Balance the k blocks: same count, even sizes (a function of k only). */
+  const int64_t kblocks = (p->k + kc - 1) / kc;
+  if (kblocks > 1) kc = round_up((p->k + kblocks - 1) / kblocks, 8);
+  p->kc = kc;
+  int64_t mc = ci.mc > 0 ? ci.mc : ci.l2 / 2 / (p->kc * es);
+  p->mc = clamp64(mc / mr * mr, mr, 4096 / mr * mr);
+  int64_t nc = ci.nc > 0 ? ci.nc : ci.l3 / 4 / (p->kc * es);
+  p->nc = clamp64(nc / nr * nr, nr, 16384);
+  if (p->nc > round_up(p->n, nr)) p->nc = round_up(p->n, nr);
   return 0;
+}
+
+/* out = beta * out (k == 0: the product is empty). */
+static void scale_out(const gemm_plan *p) {
+  const nrt_dtype t = (nrt_dtype)p->out.dtype;
+  for (int64_t bi = 0; bi < p->batch; bi++)
+    for (int64_t i = 0; i < p->m; i++)
+      for (int64_t j = 0; j < p->n; j++) {
+        char *o = (char *)p->out.data + bi * p->out.strides[0] + i * p->out.strides[1] +
+                  j * p->out.strides[2];
+        if (p->cls == NK_CLASS_FLOAT)
+          nk_store_f32(t, o, p->beta.f == 0 ? 0.0f : (float)p->beta.f * nk_load_f32(t, o));
+        else if (p->cls == NK_CLASS_DOUBLE)
+          nk_store_f64(t, o, p->beta.f == 0 ? 0.0 : p->beta.f * nk_load_f64(t, o));
+        else
+          nk_store_i64(t, o, p->beta.i == 0 ? 0 : (int64_t)((uint64_t)p->beta.i *
+                                                           (uint64_t)nk_load_i64(t, o)));
+      }
+}
+
+typedef struct batch_run {
+  const gemm_plan *p;
+  const gemm_buffers *bufs; /* one set per worker */
+} batch_run;
+
+static void batch_range(void *arg, int64_t begin, int64_t end, int worker) {
+  const batch_run *r = arg;
+  for (int64_t bi = begin; bi < end; bi++) gemm_one(r->p, &r->bufs[worker], bi, 0, 0);
 }
 
 int nk_gemm_operands(nrt_exec_ctx *ctx, const nrt_operand ops[3], nk_scalar alpha, nk_scalar beta) {
   gemm_plan plan;
   if (plan_gemm(ctx, ops, alpha, beta, &plan)) return -1;
-  if (plan.batch == 0 || plan.m == 0 || plan.n == 0) return 0;
-  gemm_run run = {&plan, 0};
-  const int64_t tiles = plan.batch * plan.m_tiles * plan.n_tiles;
-  /* A tile of less than ~2^18 multiply-adds is not worth a trip to the pool. */
-  const int64_t flops_per_tile = (plan.m < plan.s.mc ? plan.m : plan.s.mc) *
-                                 (plan.n < plan.s.nc ? plan.n : plan.s.nc) * (plan.k ? plan.k : 1);
-  const int64_t grain = flops_per_tile >= (1 << 18) ? 1 : ((1 << 18) / flops_per_tile) + 1;
-  nk_parallel_for(tiles, grain, run_tiles, &run);
-  if (run.failed) {
-    nrt_exec_fail(ctx, "gemm: out of host memory for packing buffers");
+  const gemm_plan *p = &plan;
+  if (p->batch == 0 || p->m == 0 || p->n == 0) return 0;
+  if (p->k == 0) {
+    scale_out(p);
+    return 0;
+  }
+  if (try_gemv(p)) return 0;
+
+  const int threads = nrt_compute_threads();
+  const double flops = 2.0 * (double)p->m * (double)p->n * (double)p->k;
+  /* Below ~2 MFLOP per product a trip to the pool costs more than it saves;
+   * batches of such products split by batch entry instead. */
+  const int small = flops < 2e6;
+  const int by_batch = threads > 1 && p->batch > 1 && (small || p->batch >= 2 * threads);
+  const int parallel = threads > 1 && !small && !by_batch;
+  const int sets = by_batch ? threads : 1;
+  const int workers = parallel ? threads : 1;
+  const int64_t mr = p->arch.mr;
+  const size_t es = p->es;
+  const size_t a_stride = (size_t)round_up((int64_t)((size_t)(round_up(p->mc, mr) * p->kc) * es), 64);
+  const size_t b_bytes = (size_t)round_up((int64_t)((size_t)(p->kc * p->nc) * es), 64);
+  const size_t ws_bytes =
+      p->direct ? 0 : (size_t)round_up((int64_t)((size_t)(p->m * p->nc) * es), 64);
+  const size_t per_set = b_bytes + ws_bytes + a_stride * (size_t)workers;
+  char *mem = scratch(per_set * (size_t)sets);
+  if (!mem) {
+    nrt_exec_fail(ctx, "gemm: out of host memory for packing buffers (%zu bytes)",
+                  per_set * (size_t)sets);
     return -1;
   }
+  gemm_buffers bufs[sets];
+  for (int s = 0; s < sets; s++) {
+    char *base = mem + per_set * (size_t)s;
+    bufs[s] = (gemm_buffers){base, base + b_bytes, base + b_bytes + ws_bytes, a_stride, workers};
+  }
+  if (by_batch) {
+    batch_run r = {p, bufs};
+    nk_parallel_for(p->batch, 1, batch_range, &r);
+  } else {
+    for (int64_t bi = 0; bi < p->batch; bi++) gemm_one(p, &bufs[0], bi, parallel, 0);
+  }
   return 0;
+}
+
+/* ------------------------------------------------------------ peak probe */
+
+typedef struct peak_run {
+  int64_t iters;
+  int f64;
+  int64_t flops; /* atomic sum */
+} peak_run;
+
+static int64_t peak_one(int64_t iters, int f64) {
+  switch (nk_cpu_isa()) {
+  case NK_ISA_AVX512: return nk_peak_fma_avx512(iters, f64);
+  case NK_ISA_AVX2: return nk_peak_fma_avx2(iters, f64);
+  default: {
+    /* portable: 8 independent multiply-add chains */
+    volatile double sink;
+    double acc[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    for (int64_t it = 0; it < iters; it++)
+      for (int i = 0; i < 8; i++) acc[i] = acc[i] * 0.999999 + 1e-7;
+    sink = acc[0] + acc[7];
+    (void)sink;
+    return iters * 16;
+  }
+  }
+}
+
+static void peak_range(void *arg, int64_t begin, int64_t end, int worker) {
+  (void)worker;
+  peak_run *r = arg;
+  for (int64_t i = begin; i < end; i++)
+    __atomic_add_fetch(&r->flops, peak_one(r->iters, r->f64), __ATOMIC_RELAXED);
+}
+
+int64_t nk_peak_fma(int64_t iters, int f64, int threads) {
+  if (threads <= 1) return peak_one(iters, f64);
+  peak_run r = {iters, f64, 0};
+  nrt_parallel_for(threads, 1, peak_range, &r);
+  return r.flops;
 }
 
 int nk_gemm_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {

@@ -1,12 +1,15 @@
 /* gemm.h — the GEMM engine's pieces (BLIS's layout: everything generic,
  * one micro-kernel per ISA and compute type).
  *
- * A micro-kernel adds an MR x NR tile of a packed A sliver (kc steps of MR
- * values, column by column) times a packed B sliver (kc steps of NR values,
- * row by row) into c (row-major, leading dimension ldc, in the compute type):
- *     c[i * ldc + j] += sum_p a[p * MR + i] * b[p * NR + j]
+ * A micro-kernel multiplies a packed A sliver (kc steps of MR values,
+ * column by column) by a packed B sliver (kc steps of NR values, row by
+ * row), accumulating the MR x NR tile in registers across the whole kc, and
+ * then updates the full tile of c (row-major, leading dimension ldc, in the
+ * compute type) once:
+ *     c[i * ldc + j] = alpha * sum_p a[p * MR + i] * b[p * NR + j] + beta * c[i * ldc + j]
+ * alpha and beta point to compute-type values; beta == 0 never reads c.
  * Packed slivers are zero-padded to full MR / NR, so the kernel never has an
- * edge case; the caller stores only the valid part of the tile. */
+ * edge case; the caller hands edge tiles a scratch tile. */
 #ifndef NK_GEMM_H
 #define NK_GEMM_H
 
@@ -22,12 +25,37 @@
  * -1 after nrt_exec_fail. */
 int nk_gemm_operands(nrt_exec_ctx *ctx, const nrt_operand ops[3], nk_scalar alpha, nk_scalar beta);
 
-typedef void (*nk_gemm_ukr)(int64_t kc, const void *a, const void *b, void *c, int64_t ldc);
+typedef void (*nk_gemm_ukr)(int64_t kc, const void *a, const void *b, void *c, int64_t ldc,
+                            const void *alpha, const void *beta);
 
-/* AVX2+FMA float32 6x16: 12 accumulators of 8 lanes, two B vectors, one A
- * broadcast (15 of the 16 ymm registers). */
-void nk_gemm_avx2_f32_6x16(int64_t kc, const void *a, const void *b, void *c, int64_t ldc);
-/* AVX-512F float32 6x32: the same shape on 16-lane registers. */
-void nk_gemm_avx512_f32_6x32(int64_t kc, const void *a, const void *b, void *c, int64_t ldc);
+/* Micro-kernels (gemm_<isa>_<type>.c, from gemm_simd.h):
+ *   AVX-512F float32 12x32, float64 12x16 (24 zmm accumulators);
+ *   AVX2+FMA float32 6x16, float64 6x8 (12 ymm accumulators). */
+void nk_gemm_ukr_avx512_f32(int64_t, const void *, const void *, void *, int64_t, const void *, const void *);
+void nk_gemm_ukr_avx512_f64(int64_t, const void *, const void *, void *, int64_t, const void *, const void *);
+void nk_gemm_ukr_avx2_f32(int64_t, const void *, const void *, void *, int64_t, const void *, const void *);
+void nk_gemm_ukr_avx2_f64(int64_t, const void *, const void *, void *, int64_t, const void *, const void *);
+/* Matrix-vector helpers over contiguous vectors: dot = sum x[p] * y[p] in a
+ * fixed order; axpy: y += s * x. */
+float nk_gemm_dot_avx512_f32(int64_t n, const float *x, const float *y);
+double nk_gemm_dot_avx512_f64(int64_t n, const double *x, const double *y);
+float nk_gemm_dot_avx2_f32(int64_t n, const float *x, const float *y);
+double nk_gemm_dot_avx2_f64(int64_t n, const double *x, const double *y);
+void nk_gemm_axpy_avx512_f32(int64_t n, float s, const float *x, float *y);
+void nk_gemm_axpy_avx512_f64(int64_t n, double s, const double *x, double *y);
+void nk_gemm_axpy_avx2_f32(int64_t n, float s, const float *x, float *y);
+void nk_gemm_axpy_avx2_f64(int64_t n, double s, const double *x, double *y);
+
+/* The FMA peak probe (peak_<isa>.c, for bench/peak.py): runs `iters`
+ * rounds of independent fused multiply-adds on registers of the type
+ * (0 float32, 1 float64) and returns the number of floating-point
+ * operations done (2 per lane per FMA), or 0 if the ISA is not built. */
+int64_t nk_peak_fma_avx512(int64_t iters, int f64);
+/* The machine's FMA peak probe (bench/peak.py, bound in module.cpp): `iters`
+ * rounds in float32 (f64 = 0) or float64 with the widest ISA nk_cpu_isa()
+ * allows, on this thread (threads <= 1) or on each of `threads` chunks of
+ * the compute pool at once.  Returns the floating-point operations done. */
+int64_t nk_peak_fma(int64_t iters, int f64, int threads);
+int64_t nk_peak_fma_avx2(int64_t iters, int f64);
 
 #endif /* NK_GEMM_H */

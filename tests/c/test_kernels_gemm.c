@@ -1,17 +1,25 @@
 /* The GEMM kernel against a triple loop in long double / exact integers:
- * sizes 0, 1, primes, just below/above the block sizes (MR 6/4, NR 16/8/4,
- * MC 96, KC 256, NC 1024/512), transposed and strided views, batch
- * broadcast (stride 0), alpha/beta (beta 0 ignores NaN in out), every
- * dtype class, mixed-precision rounding of float16/bfloat16, and the
- * validation failures. */
+ * sizes 0, 1, primes, just below/above the block sizes (the tests force
+ * small ones, MC 24, KC 40, NC 64, through TORCHNEURON_GEMM_*, so every
+ * block edge is crossed with small shapes; MR 12/6/4, NR 32/16/8/4),
+ * matrix-vector shapes, transposed and strided (sliced) views of a, b and
+ * out, batch broadcast (stride 0), alpha/beta (beta 0 ignores NaN in out),
+ * every dtype class, mixed-precision rounding of float16/bfloat16, a
+ * randomised sweep, nk_gemm_operands called from inside a parallel region
+ * (serial there; bit-identical to the pooled run), and the validation
+ * failures. */
 #define _POSIX_C_SOURCE 200809L
 #include "test_kernels_util.h"
+
+/* kernels/src/gemm.h: the entry other kernels call */
+int nk_gemm_operands(nrt_exec_ctx *ctx, const nrt_operand ops[3], nk_scalar alpha, nk_scalar beta);
 
 typedef struct gcase {
   nrt_dtype t;
   int64_t batch, m, n, k;
   int a_transposed, b_transposed, b_broadcast;
   double alpha, beta;
+  int out_transposed, sliced; /* out stored (n, m); a, b, out every other element */
 } gcase;
 
 /* tolerance for a sum of k products of values in [-1, 1] */
@@ -36,9 +44,9 @@ static double as_double(tk_value v) { return v.is_int ? (double)v.i : v.f; }
 static void check_case(const gcase *c) {
   const nrt_dtype t = c->t;
   const int64_t es = tk_size(t), B = c->batch, M = c->m, N = c->n, K = c->k;
-  const int64_t bb = c->b_broadcast ? 1 : B;
-  char *a = tk_alloc((size_t)(B * M * K * es)), *b = tk_alloc((size_t)(bb * K * N * es));
-  char *out = tk_alloc((size_t)(B * M * N * es));
+  const int64_t bb = c->b_broadcast ? 1 : B, sl = c->sliced ? 2 : 1;
+  char *a = tk_alloc((size_t)(B * M * K * es * sl)), *b = tk_alloc((size_t)(bb * K * N * es * sl));
+  char *out = tk_alloc((size_t)(B * M * N * es * sl));
   tk_value *va = malloc(sizeof *va * (size_t)(B * M * K + 1));
   tk_value *vb = malloc(sizeof *vb * (size_t)(bb * K * N + 1));
   tk_value *vo = malloc(sizeof *vo * (size_t)(B * M * N + 1));
@@ -46,20 +54,25 @@ static void check_case(const gcase *c) {
   int64_t a_sz[3] = {B, M, K}, a_st[3] = {M * K, c->a_transposed ? 1 : K, c->a_transposed ? M : 1};
   int64_t b_sz[3] = {B, K, N}, b_st[3] = {c->b_broadcast ? 0 : K * N, c->b_transposed ? 1 : N,
                                           c->b_transposed ? K : 1};
+  /* element i of a logical (contiguous-order) array lives at i * sl */
   for (int64_t i = 0; i < B * M * K; i++) {
     va[i] = random_value(t);
-    tk_put(t, a + i * es, va[i]);
+    tk_put(t, a + i * sl * es, va[i]);
   }
   for (int64_t i = 0; i < bb * K * N; i++) {
     vb[i] = random_value(t);
-    tk_put(t, b + i * es, vb[i]);
+    tk_put(t, b + i * sl * es, vb[i]);
   }
+  /* out element (bi, i, j) at logical index o_index */
+  int64_t o_st[3] = {M * N, c->out_transposed ? 1 : N, c->out_transposed ? M : 1};
   for (int64_t i = 0; i < B * M * N; i++) {
     vo[i] = c->beta == 0 && !tk_is_integral(t) ? (tk_value){0, 0, NAN} : random_value(t);
-    tk_put(t, out + i * es, vo[i]);
+    tk_put(t, out + i * sl * es, vo[i]);
   }
-  nrt_operand ops[3] = {tk_operand(out, t, 3, (int64_t[]){B, M, N}, NULL),
-                        tk_operand(a, t, 3, a_sz, a_st), tk_operand(b, t, 3, b_sz, b_st)};
+  int64_t a_st_e[3], b_st_e[3], o_st_e[3];
+  for (int d = 0; d < 3; d++) a_st_e[d] = a_st[d] * sl, b_st_e[d] = b_st[d] * sl, o_st_e[d] = o_st[d] * sl;
+  nrt_operand ops[3] = {tk_operand(out, t, 3, (int64_t[]){B, M, N}, o_st_e),
+                        tk_operand(a, t, 3, a_sz, a_st_e), tk_operand(b, t, 3, b_sz, b_st_e)};
   nk_gemm_params p = {{c->alpha, (int64_t)c->alpha}, {c->beta, (int64_t)c->beta}};
   nrt_task task = tk_task(NK_KERNEL_GEMM, 3, ops, &p, sizeof p);
   CHECK_OK(tk_run(&task));
@@ -70,23 +83,24 @@ static void check_case(const gcase *c) {
         long double acc = 0;
         int64_t iacc = 0;
         for (int64_t p2 = 0; p2 < K; p2++) {
-          tk_value x = va[bi * M * K + i * a_st[1] + p2 * a_st[2]];
+          tk_value x = va[bi * a_st[0] + i * a_st[1] + p2 * a_st[2]];
           tk_value y = vb[bi * b_st[0] + p2 * b_st[1] + j * b_st[2]];
           acc += (long double)as_double(x) * as_double(y);
           iacc += x.i * y.i;
         }
-        const int64_t o = (bi * M + i) * N + j;
+        const int64_t o = bi * o_st[0] + i * o_st[1] + j * o_st[2];
         if (tk_is_integral(t)) {
           tk_value e = {1, (int64_t)c->alpha * iacc + (int64_t)c->beta * vo[o].i, 0};
-          uint64_t want = tk_expected(e, t), got = tk_raw(t, out + o * es);
+          uint64_t want = tk_expected(e, t), got = tk_raw(t, out + o * sl * es);
           if (want != got) bad++;
         } else {
           double want = c->alpha * (double)acc + (c->beta == 0 ? 0 : c->beta * vo[o].f);
           tk_value g = {0};
-          if (t == NRT_FLOAT16) g.f = tk_f16_value((uint16_t)tk_raw(t, out + o * es));
-          else if (t == NRT_BFLOAT16) g.f = tk_bf16_value((uint16_t)tk_raw(t, out + o * es));
-          else if (t == NRT_FLOAT32) { float f; memcpy(&f, out + o * es, 4); g.f = f; }
-          else memcpy(&g.f, out + o * es, 8);
+          const char *op = out + o * sl * es;
+          if (t == NRT_FLOAT16) g.f = tk_f16_value((uint16_t)tk_raw(t, op));
+          else if (t == NRT_BFLOAT16) g.f = tk_bf16_value((uint16_t)tk_raw(t, op));
+          else if (t == NRT_FLOAT32) { float f; memcpy(&f, op, 4); g.f = f; }
+          else memcpy(&g.f, op, 8);
           double tol = tolerance(t, K) * (fabs(c->alpha) + fabs(c->beta)) + tolerance(t, 0);
           if (!(fabs(g.f - want) <= tol)) {
             if (bad == 0)
@@ -106,15 +120,15 @@ static void test_sizes(void) {
   static const int64_t sizes[] = {0, 1, 5, 6, 7, 13, 17, 33, 97};
   for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
     for (size_t j = 0; j < sizeof sizes / sizeof *sizes; j += 2) {
-      gcase c = {NRT_FLOAT32, 1, sizes[i], sizes[j], sizes[(i + j) % 9], 0, 0, 0, 1, 0};
+      gcase c = {NRT_FLOAT32, 1, sizes[i], sizes[j], sizes[(i + j) % 9], 0, 0, 0, 1, 0, 0, 0};
       check_case(&c);
     }
   /* blocking edges: k across KC, m across MC, n across NC */
   gcase edges[] = {
-      {NRT_FLOAT32, 1, 7, 17, 255, 0, 0, 0, 1, 0}, {NRT_FLOAT32, 1, 7, 17, 257, 0, 0, 0, 1, 0},
-      {NRT_FLOAT32, 1, 95, 9, 31, 0, 0, 0, 1, 0},  {NRT_FLOAT32, 1, 97, 9, 31, 0, 0, 0, 1, 0},
-      {NRT_FLOAT32, 1, 3, 1025, 5, 0, 0, 0, 1, 0}, {NRT_FLOAT64, 1, 3, 513, 300, 0, 0, 0, 1, 0},
-      {NRT_FLOAT32, 1, 200, 300, 520, 0, 0, 0, 1, 0}, /* several tiles: the pool */
+      {NRT_FLOAT32, 1, 7, 17, 255, 0, 0, 0, 1, 0, 0, 0}, {NRT_FLOAT32, 1, 7, 17, 257, 0, 0, 0, 1, 0, 0, 0},
+      {NRT_FLOAT32, 1, 95, 9, 31, 0, 0, 0, 1, 0, 0, 0},  {NRT_FLOAT32, 1, 97, 9, 31, 0, 0, 0, 1, 0, 0, 0},
+      {NRT_FLOAT32, 1, 3, 1025, 5, 0, 0, 0, 1, 0, 0, 0}, {NRT_FLOAT64, 1, 3, 513, 300, 0, 0, 0, 1, 0, 0, 0},
+      {NRT_FLOAT32, 1, 200, 300, 520, 0, 0, 0, 1, 0, 0, 0}, /* several tiles: the pool */
   };
   for (size_t i = 0; i < sizeof edges / sizeof *edges; i++) check_case(&edges[i]);
 }
@@ -122,16 +136,111 @@ static void test_sizes(void) {
 static void test_layouts_and_dtypes(void) {
   for (int t = NRT_UINT8; t < NRT_DTYPE_COUNT; t++)
     for (int layout = 0; layout < 4; layout++) {
-      gcase c = {(nrt_dtype)t, 3, 11, 19, 23, layout & 1, (layout >> 1) & 1, layout == 3, 1, 0};
+      gcase c = {(nrt_dtype)t, 3, 11, 19, 23, layout & 1, (layout >> 1) & 1, layout == 3, 1, 0, 0, 0};
       check_case(&c);
     }
   gcase scaled[] = {
-      {NRT_FLOAT32, 2, 9, 18, 7, 0, 1, 0, 0.5, 2},  {NRT_FLOAT64, 2, 9, 18, 7, 1, 0, 0, -2, 0.25},
-      {NRT_BFLOAT16, 1, 8, 8, 64, 0, 0, 0, 1, 1}, {NRT_FLOAT16, 1, 8, 8, 64, 0, 0, 0, 1, -1},
-      {NRT_INT64, 2, 5, 6, 7, 0, 0, 0, 3, -2},     {NRT_INT32, 1, 5, 6, 0, 0, 0, 0, 1, 2}, /* k = 0 */
-      {NRT_FLOAT32, 1, 4, 4, 0, 0, 0, 0, 1, 0},    /* k = 0, beta 0: zeros, not NaN */
+      {NRT_FLOAT32, 2, 9, 18, 7, 0, 1, 0, 0.5, 2, 0, 0},  {NRT_FLOAT64, 2, 9, 18, 7, 1, 0, 0, -2, 0.25, 0, 0},
+      {NRT_BFLOAT16, 1, 8, 8, 64, 0, 0, 0, 1, 1, 0, 0}, {NRT_FLOAT16, 1, 8, 8, 64, 0, 0, 0, 1, -1, 0, 0},
+      {NRT_INT64, 2, 5, 6, 7, 0, 0, 0, 3, -2, 0, 0},     {NRT_INT32, 1, 5, 6, 0, 0, 0, 0, 1, 2, 0, 0}, /* k = 0 */
+      {NRT_FLOAT32, 1, 4, 4, 0, 0, 0, 0, 1, 0, 0, 0},    /* k = 0, beta 0: zeros, not NaN */
   };
   for (size_t i = 0; i < sizeof scaled / sizeof *scaled; i++) check_case(&scaled[i]);
+}
+
+/* Random shapes around the forced block sizes (MC 24, KC 40, NC 64) and
+ * the micro-tiles, random layouts, every float dtype, alpha/beta. */
+static void test_random_sweep(void) {
+  static const int64_t dims[] = {0, 1, 2, 3, 4, 5, 6, 7, 11, 12, 13, 16, 17, 23, 24, 25,
+                                 31, 32, 33, 39, 40, 41, 47, 48, 49, 63, 64, 65, 79, 81, 97, 130};
+  static const nrt_dtype fl[] = {NRT_FLOAT32, NRT_FLOAT32, NRT_FLOAT64, NRT_BFLOAT16, NRT_FLOAT16,
+                                 NRT_INT32};
+  const int nd = (int)(sizeof dims / sizeof *dims);
+  for (int it = 0; it < 60; it++) {
+    gcase c = {fl[tk_rand() % 6], 1 + (int64_t)(tk_rand() % 2), dims[tk_rand() % nd],
+               dims[tk_rand() % nd], dims[tk_rand() % nd], (int)(tk_rand() % 2), (int)(tk_rand() % 2),
+               0, 1, 0, (int)(tk_rand() % 2), (int)(tk_rand() % 3 == 0)};
+    c.b_broadcast = c.batch > 1 && tk_rand() % 2;
+    if (tk_rand() % 3 == 0) c.alpha = 0.5, c.beta = tk_is_integral(c.t) ? 2 : -1.5;
+    check_case(&c);
+  }
+  /* tall / skinny / matrix-vector (the unpacked paths) and one big k */
+  gcase shapes[] = {
+      {NRT_FLOAT32, 1, 301, 1, 77, 0, 0, 0, 1, 0, 0, 0}, {NRT_FLOAT32, 1, 301, 1, 77, 1, 0, 0, 2, 1, 0, 0},
+      {NRT_FLOAT32, 1, 1, 301, 77, 0, 0, 0, 1, 0, 0, 0}, {NRT_FLOAT32, 1, 1, 301, 77, 0, 1, 0, 1, 0, 0, 1},
+      {NRT_FLOAT64, 2, 133, 1, 65, 0, 0, 1, 1, 0.5, 0, 0}, {NRT_FLOAT64, 1, 1, 1, 1000, 0, 0, 0, 1, 0, 0, 0},
+      {NRT_FLOAT32, 1, 1, 1, 1000, 0, 0, 0, 1, 0, 0, 1},  {NRT_BFLOAT16, 1, 70, 1, 50, 0, 0, 0, 1, 0, 0, 0},
+      {NRT_FLOAT32, 1, 500, 3, 9, 0, 0, 0, 1, 0, 0, 0},   {NRT_FLOAT32, 1, 3, 500, 9, 1, 1, 0, 1, 0, 1, 0},
+      {NRT_FLOAT32, 1, 5, 7, 700, 0, 0, 0, 1, 0, 0, 0},   {NRT_FLOAT32, 40, 9, 10, 11, 0, 0, 1, 1, 0, 0, 0},
+      {NRT_FLOAT32, 3, 150, 140, 130, 1, 0, 0, 1, 1, 1, 0},
+  };
+  for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) check_case(&shapes[i]);
+}
+
+/* nk_gemm_operands from inside a parallel region (as convolution and
+ * attention call it): a kernel whose parallel_for runs one product per
+ * batch entry; there the GEMM runs serially, and its results must be
+ * bit-identical to the same products run on the pool. */
+enum { K_NESTED = NRT_KERNEL_MAX - 3 };
+typedef struct nested_arg {
+  const nrt_operand *ops;
+  nrt_exec_ctx *ctx;
+  int failed;
+} nested_arg;
+
+static void nested_range(void *arg, int64_t begin, int64_t end, int worker) {
+  (void)worker;
+  nested_arg *na = arg;
+  for (int64_t bi = begin; bi < end; bi++) {
+    nrt_operand one[3];
+    for (int i = 0; i < 3; i++) {
+      one[i] = na->ops[i];
+      one[i].data = (char *)one[i].data + bi * one[i].strides[0];
+      one[i].sizes[0] = 1;
+    }
+    nk_scalar alpha = {1, 1}, beta = {0, 0};
+    if (nk_gemm_operands(na->ctx, one, alpha, beta)) __atomic_store_n(&na->failed, 1, __ATOMIC_RELAXED);
+  }
+}
+
+static int nested_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
+  nested_arg na = {task->operands, ctx, 0};
+  nrt_parallel_for(task->operands[0].sizes[0], 1, nested_range, &na);
+  return na.failed ? -1 : 0;
+}
+
+static void test_nested_in_parallel_region(void) {
+  CHECK_OK(nrt_kernel_register(K_NESTED, "gemm_nested", nested_kernel));
+  const int64_t B = 4, M = 70, N = 90, K = 130;
+  for (int ti = 0; ti < 3; ti++) {
+    const nrt_dtype t = ti == 0 ? NRT_FLOAT32 : ti == 1 ? NRT_FLOAT64 : NRT_BFLOAT16;
+    const int64_t es = tk_size(t);
+    char *a = tk_alloc((size_t)(B * M * K * es)), *b = tk_alloc((size_t)(B * K * N * es));
+    char *o1 = tk_alloc((size_t)(B * M * N * es)), *o2 = tk_alloc((size_t)(B * M * N * es));
+    for (int64_t i = 0; i < B * M * K; i++) tk_put(t, a + i * es, random_value(t));
+    for (int64_t i = 0; i < B * K * N; i++) tk_put(t, b + i * es, random_value(t));
+    nrt_operand ops1[3] = {tk_operand(o1, t, 3, (int64_t[]){B, M, N}, NULL),
+                           tk_operand(a, t, 3, (int64_t[]){B, M, K}, NULL),
+                           tk_operand(b, t, 3, (int64_t[]){B, K, N}, NULL)};
+    nrt_operand ops2[3] = {ops1[0], ops1[1], ops1[2]};
+    ops2[0].data = o2;
+    nk_gemm_params p = {{1, 1}, {0, 0}};
+    /* pooled: one product per batch entry, each on the whole pool */
+    for (int64_t bi = 0; bi < B; bi++) {
+      nrt_operand one[3];
+      for (int i = 0; i < 3; i++) {
+        one[i] = ops1[i];
+        one[i].data = (char *)one[i].data + bi * one[i].strides[0];
+        one[i].sizes[0] = 1;
+      }
+      nrt_task task = tk_task(NK_KERNEL_GEMM, 3, one, &p, sizeof p);
+      CHECK_OK(tk_run(&task));
+    }
+    nrt_task nested = tk_task((nk_kernel_id)K_NESTED, 3, ops2, NULL, 0);
+    CHECK_OK(tk_run(&nested));
+    CHECK(memcmp(o1, o2, (size_t)(B * M * N * es)) == 0);
+    tk_free(a), tk_free(b), tk_free(o1), tk_free(o2);
+  }
 }
 
 static void test_validation(void) {
@@ -161,7 +270,14 @@ static void test_validation(void) {
 }
 
 static void tests(void) {
+  /* small blocks, so that small shapes cross every block edge (read once,
+   * at the first product) */
+  setenv("TORCHNEURON_GEMM_MC", "24", 1);
+  setenv("TORCHNEURON_GEMM_KC", "40", 1);
+  setenv("TORCHNEURON_GEMM_NC", "64", 1);
   test_sizes();
+  test_random_sweep();
+  test_nested_in_parallel_region();
   test_layouts_and_dtypes();
   test_validation();
 }

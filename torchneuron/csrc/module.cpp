@@ -14,6 +14,9 @@
 
 namespace py = pybind11;
 
+// kernels/src/gemm.h: the FMA peak probe behind _peak_fma (bench/peak.py).
+extern "C" int64_t nk_peak_fma(int64_t iters, int f64, int threads);
+
 namespace torchneuron {
 namespace {
 
@@ -71,5 +74,11 @@ PYBIND11_MODULE(_C, m) {
   }, py::arg("device"));
   m.def("_device_properties", &device_properties, py::arg("device"));
   m.def("_is_launch_blocking", [] { return nrt_launch_blocking() != 0; });
+  // bench/peak.py: the FMA peak probe (kernels/src/gemm.c), without the GIL.
+  m.def("_peak_fma", [](int64_t iters, bool f64, int threads) {
+    py::gil_scoped_release no_gil;
+    return nk_peak_fma(iters, f64 ? 1 : 0, threads);
+  }, py::arg("iters"), py::arg("f64") = false, py::arg("threads") = 1);
+  m.def("_compute_threads", [] { return nrt_compute_threads(); });
   bind_fallback(m);  // fallback_stats, fallback modes (fallback.cpp)
 }
