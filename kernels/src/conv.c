@@ -193,20 +193,36 @@ static void im2col_rows(const conv_geom *g, const char *x, int64_t sxc, const in
         else for (int64_t j = 0; j < run; j++) memset(out + j * des, 0, es);
       } else {
         const char *base = xc + i0 * sx[0] + i1 * sx[1];
-        const int64_t step = g->s[2], off = kk2 * g->d[2] - g->p[2];
-        int64_t i2 = o2 * step + off;
-        switch (es) {
-#define NK_IM2COL_ROW(T)                                                              \
-  for (int64_t j = 0; j < run; j++, i2 += step) {                                     \
-    T v = 0;                                                                          \
-    if (i2 >= 0 && i2 < g->in[2]) memcpy(&v, base + i2 * sx[2], sizeof v);            \
-    memcpy(out + j * des, &v, sizeof v);                                              \
-  }                                                                                   \
+        const int64_t step = g->s[2], first = o2 * step + kk2 * g->d[2] - g->p[2];
+        /* positions j of the run with 0 <= first + j * step < in: [jlo, jhi) */
+        int64_t jlo = first >= 0 ? 0 : (-first + step - 1) / step;
+        int64_t jhi = first >= g->in[2] ? 0 : (g->in[2] - first + step - 1) / step;
+        if (jlo > run) jlo = run;
+        if (jhi > run) jhi = run;
+        if (jhi < jlo) jhi = jlo;
+        for (int64_t j = 0; j < jlo; j++) memset(out + j * des, 0, es);
+        for (int64_t j = jhi; j < run; j++) memset(out + j * des, 0, es);
+        const char *src = jhi > jlo ? base + (first + jlo * step) * sx[2] : base;
+        if (jhi == jlo) {
+          /* nothing inside */
+        } else if (step * sx[2] == (int64_t)es && des == (int64_t)es) {
+          memcpy(out + jlo * des, src, (size_t)(jhi - jlo) * es);
+        } else {
+          const int64_t ss = step * sx[2];
+          char *o = out + jlo * des;
+          switch (es) {
+#define NK_IM2COL_ROW(T)                                           \
+  for (int64_t j = jlo; j < jhi; j++, src += ss, o += des) {       \
+    T v;                                                           \
+    memcpy(&v, src, sizeof v);                                     \
+    memcpy(o, &v, sizeof v);                                       \
+  }                                                                \
   break;
-        case 2: NK_IM2COL_ROW(uint16_t)
-        case 4: NK_IM2COL_ROW(uint32_t)
-        default: NK_IM2COL_ROW(uint64_t)
+          case 2: NK_IM2COL_ROW(uint16_t)
+          case 4: NK_IM2COL_ROW(uint32_t)
+          default: NK_IM2COL_ROW(uint64_t)
 #undef NK_IM2COL_ROW
+          }
         }
       }
       l += run;
