@@ -30,6 +30,9 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include <sstream>
+#include <string>
+
 #include "fallback.h"
 #include "launch.h"
 #include "ops.h"
@@ -69,12 +72,36 @@ void launch_conv(nk_conv_mode mode, int nd, IntArrayRef stride, IntArrayRef padd
 }
 
 void check_same_type(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
-  // CUDA's check_input_same_type_as_parameters wording.
-  TORCH_CHECK(input.options().type_equal(weight.options()), "Input type (", input.toString(),
-              ") and weight type (", weight.toString(), ") should be the same");
-  TORCH_CHECK(!bias || !bias->defined() || input.options().type_equal(bias->options()),
-              "Input type (", input.toString(), ") and bias type (", bias->toString(),
+  // The CPU's wording.
+  TORCH_CHECK(input.scalar_type() == weight.scalar_type(), "expected scalar type ",
+              input.scalar_type(), " but found ", weight.scalar_type());
+  TORCH_CHECK(!bias || !bias->defined() || input.scalar_type() == bias->scalar_type(),
+              "Input type (", input.dtype(), ") and bias type (", bias->dtype(),
               ") should be the same");
+}
+
+// The CPU's slow_conv_transpose{2,3}d shape check (1-d runs as 2-d there).
+void check_output_padding(int nd, IntArrayRef output_padding, IntArrayRef stride,
+                          IntArrayRef dilation) {
+  bool ok = true;
+  for (int d = 0; d < nd; ++d)
+    ok = ok && (output_padding[d] < stride[d] || output_padding[d] < dilation[d]);
+  if (ok) return;
+  static const char* const names[3] = {"depth", "height", "width"};
+  std::ostringstream msg;
+  msg << "output padding must be smaller than either stride or dilation, but got";
+  const int shown = nd == 1 ? 2 : nd;
+  auto part = [&](const char* what, IntArrayRef v, int64_t pad1) {
+    for (int d = 0; d < shown; ++d) {
+      const int64_t value = nd == 1 ? (d == 0 ? pad1 : v[0]) : v[d];
+      msg << (d == 0 && std::string(what) == "output_padding" ? " " : " ") << what << "_"
+          << names[3 - shown + d] << ": " << value;
+    }
+  };
+  part("output_padding", output_padding, 0);
+  part("stride", stride, 1);
+  part("dilation", dilation, 1);
+  TORCH_CHECK(false, msg.str());
 }
 
 at::MemoryFormat conv_format(const Tensor& input, const Tensor& weight) {
@@ -114,6 +141,7 @@ Tensor convolution_neuron(const Tensor& input, const Tensor& weight, const std::
                   "aten::convolution");
     return out;
   }
+  check_output_padding(nd, output_padding, stride, dilation);
   Tensor out = empty_conv(at::native::conv_input_size(input.sizes(), weight.sizes(), padding,
                                                       output_padding, stride, dilation, groups),
                           input, mf);
