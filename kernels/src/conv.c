@@ -17,10 +17,12 @@
  *    Buffers are malloc'ed per task; failure is an nrt_exec_fail, never a
  *    crash.  A 1x1 kernel with stride 1 and no padding needs no col at all:
  *    the input itself is the GEMM operand.
- *  - The weight gradient of a chunk is computed as one partial product per
- *    sample (parallel over the GEMM batch) and the partials are added to a
- *    float accumulator in sample order, so the result depends on the
- *    shapes only, never on the thread count.  col2im splits work over
+ *  - The weight gradient accumulates in a float buffer in sample order.  When
+ *    dw is big enough for at least 4 GEMM tiles, each sample's product is
+ *    added into it directly (beta 1); otherwise a chunk computes one partial
+ *    product per sample (parallel over the GEMM batch) and adds the partials
+ *    in order.  Either way the result depends on the shapes only, never on
+ *    the thread count.  col2im splits work over
  *    (sample, channel) pairs, each walked serially: deterministic too.
  *  - Depthwise (one input channel per group) has direct kernels: a GEMM
  *    with a handful of rows would spend its time packing.
@@ -709,8 +711,12 @@ int nk_conv_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
     if (view_make(ctx, &b3, 1, ct, 0, 2, 0, 0, &j.b)) goto out_w;
   }
 
+  /* The weight gradient's per-sample partials pay off only when dw is too
+   * small to split into several GEMM tiles (a shape rule, so results never
+   * depend on the thread count). */
+  const int accumulate_direct = mode == NK_CONV_BACKWARD_WEIGHT && ceil_div(g.og, 96) * ceil_div(g.ck, 1024) >= 4;
   int64_t nb, lc;
-  plan_chunks(&g, mode == NK_CONV_BACKWARD_WEIGHT ? g.og * g.ck : 0, &nb, &lc);
+  plan_chunks(&g, mode == NK_CONV_BACKWARD_WEIGHT && !accumulate_direct ? g.og * g.ck : 0, &nb, &lc);
   if (!direct && g.n && g.lprod) {
     j.col = malloc((size_t)(nb * g.ck * lc * ces + ces));
     if (!j.col) {
@@ -721,7 +727,7 @@ int nk_conv_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
   }
   if (mode == NK_CONV_BACKWARD_WEIGHT) {
     j.acc = calloc((size_t)(g.o * g.ck + 1), (size_t)ces);
-    j.partial = malloc((size_t)(nb * g.og * g.ck + 1) * (size_t)ces);
+    j.partial = malloc((size_t)((accumulate_direct ? 0 : nb * g.og * g.ck) + 1) * (size_t)ces);
     if (!j.acc || !j.partial) {
       nrt_exec_fail(ctx, "conv: out of host memory for weight-gradient partials");
       goto out_all;
@@ -769,9 +775,23 @@ int nk_conv_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
           if (!direct) nk_parallel_for(nbc * g.ck, 16, im2col_task, &j);
           const nrt_operand xt = mat3(xm.data, ct, nbc, lcc, g.ck, xm.strides[0], xm.strides[2],
                                       xm.strides[1]);
-          const nrt_operand pm = mat3(j.partial, ct, nbc, g.og, g.ck, g.og * g.ck * ces, g.ck * ces, ces);
-          if (run_gemm(ctx, pm, ym, xt, 0.0)) goto out_all;
-          nk_parallel_for(g.og * g.ck, 4096, reduce_task, &j);
+          if (accumulate_direct) {
+            /* dw has tiles enough to share out: add each sample's product
+             * straight into the accumulator, in sample order */
+            for (int64_t b = 0; b < nbc; b++) {
+              const nrt_operand am = mat3(j.acc + grp * g.og * g.ck * ces, ct, 1, g.og, g.ck, 0,
+                                          g.ck * ces, ces);
+              nrt_operand yb = ym, xb = xt;
+              yb.data = (char *)ym.data + b * ym.strides[0];
+              xb.data = (char *)xt.data + b * xt.strides[0];
+              yb.sizes[0] = xb.sizes[0] = 1;
+              if (run_gemm(ctx, am, yb, xb, 1.0)) goto out_all;
+            }
+          } else {
+            const nrt_operand pm = mat3(j.partial, ct, nbc, g.og, g.ck, g.og * g.ck * ces, g.ck * ces, ces);
+            if (run_gemm(ctx, pm, ym, xt, 0.0)) goto out_all;
+            nk_parallel_for(g.og * g.ck, 4096, reduce_task, &j);
+          }
         }
       }
     }

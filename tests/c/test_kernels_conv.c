@@ -312,6 +312,11 @@ static void test_cases(void) {
   /* a col bigger than the chunk cap (4M elements): column chunks */
   conv_case big = {NRT_FLOAT32, 2, 1, 64, 2, 1, {260, 260}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 0};
   check_case(&big);
+  /* dw of >= 4 GEMM tiles: products added straight into the accumulator */
+  conv_case wide = {NRT_FLOAT32, 2, 2, 128, 200, 1, {5, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 1};
+  check_case(&wide);
+  wide.t = NRT_BFLOAT16;
+  check_case(&wide);
   /* many samples, several per chunk */
   conv_case many = {NRT_FLOAT32, 2, 9, 8, 3, 1, {90, 90}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 2};
   check_case(&many);
