@@ -69,6 +69,7 @@ typedef enum nk_kernel_id {
   NK_KERNEL_PAD_BACKWARD, /* grad_in <- sum of grad_out over each index's preimage */
 
   /* convolution */
+  NK_KERNEL_CONV, /* convolution forward/backward, im2col, col2im (nk_conv_mode) */
 
   /* pooling and upsampling */
   NK_KERNEL_POOL,              /* max/avg/adaptive pooling forward, 1-3 spatial dims */
@@ -656,6 +657,36 @@ typedef struct nk_softmax_params {
 } nk_softmax_params;
 
 /* ---- convolution ---- */
+
+/* NK_KERNEL_CONV: a convolution of nd (1..3) spatial dims, ATen's geometry:
+ * x (N, C, I...), w (O, C/groups, K...), y (N, O, L...), each output
+ * position o reading input o * stride - padding + k * dilation (positions
+ * outside [0, I) are zeros).  Transposed convolution is the same geometry
+ * with the roles swapped (the glue maps it: its forward is BACKWARD_INPUT).
+ *   FORWARD:         [0] y, [1] x, [2] w, optional [3] bias (O): y = conv(x, w) + bias
+ *   BACKWARD_INPUT:  [0] dx, [1] dy, [2] w: dx = conv^T(dy, w) (overwritten)
+ *   BACKWARD_WEIGHT: [0] dw, [1] dy, [2] x: dw = sum over n, l of dy x (overwritten)
+ *   IM2COL:          [0] col (N, C * prod(kernel), L), [1] x (N, C, I...)
+ *   COL2IM:          [0] x (N, C, I...) (overwritten), [1] col as IM2COL's
+ * For IM2COL/COL2IM the kernel sizes come from `kernel` and L is the product
+ * of the output sizes the geometry gives; elsewhere from the operands.
+ * Operands share one dtype: float32, float64, float16, bfloat16 (16-bit
+ * computed in float32 and rounded once on store).  Any strides. */
+typedef enum nk_conv_mode {
+  NK_CONV_FORWARD = 0,
+  NK_CONV_BACKWARD_INPUT,
+  NK_CONV_BACKWARD_WEIGHT,
+  NK_CONV_IM2COL,
+  NK_CONV_COL2IM,
+  NK_CONV_MODE_COUNT
+} nk_conv_mode;
+typedef struct nk_conv_params {
+  int32_t mode; /* nk_conv_mode */
+  int32_t nd;   /* spatial dims, 1..3 */
+  int64_t groups;
+  int64_t stride[3], padding[3], dilation[3];
+  int64_t kernel[3]; /* IM2COL / COL2IM */
+} nk_conv_params;
 
 /* ---- pooling and upsampling ---- */
 /* Every operand is 5-d (N, C, D, H, W), any byte strides (channels_last is

@@ -37,6 +37,7 @@ int nk_pad_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 int nk_pad_backward_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 
 /* convolution */
+int nk_conv_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 
 /* pooling and upsampling */
 int nk_pool_kernel(const nrt_task *task, nrt_exec_ctx *ctx);

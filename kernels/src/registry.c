@@ -40,6 +40,7 @@ static const struct {
     {NK_KERNEL_PAD_BACKWARD, "pad_backward", nk_pad_backward_kernel},
 
     /* convolution */
+    {NK_KERNEL_CONV, "conv", nk_conv_kernel},
 
     /* pooling and upsampling */
     {NK_KERNEL_POOL, "pool", nk_pool_kernel},
@@ -108,6 +109,7 @@ NK_PARAMS_FIT(nk_pad_params);
 NK_PARAMS_FIT(nk_unique_rows_params);
 
 /* convolution */
+NK_PARAMS_FIT(nk_conv_params);
 
 /* pooling and upsampling */
 NK_PARAMS_FIT(nk_pool_params);

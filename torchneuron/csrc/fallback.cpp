@@ -165,14 +165,8 @@ TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>());
 }
 
-// These ops have CompositeExplicitAutograd kernels, so the fallback above
-// never sees them; for a backend other than CPU/CUDA those kernels call
-// *_overrideable stubs that only raise.  Until they are native, send them to
-// the fallback explicitly (the CPU's composite kernel then works).
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  for (const char* op : {"convolution", "convolution_backward"}) {
-    m.impl(op, torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>());
-  }
-}
+// convolution / convolution_backward are CompositeExplicitAutograd: they
+// reach the device through convolution(_backward)_overrideable, which
+// ops_conv.cpp registers.
 
 }  // namespace torchneuron

@@ -1,0 +1,823 @@
+/* conv.c — NK_KERNEL_CONV: convolution forward and backward (input, weight),
+ * 1-3 spatial dims, stride/padding/dilation/groups, and the im2col/col2im
+ * ops (nn.functional.unfold/fold), all on one geometry.
+ *
+ * Decisions (the why):
+ *  - Lowering to GEMM.  Forward is y[n, g] = w[g] (O/g x CK) @ col(x[n, g])
+ *    (CK x L), where col is im2col; the input gradient is col2im(w[g]^T @
+ *    dy[n, g]); the weight gradient is dy[n, g] @ col(x[n, g])^T summed over
+ *    n.  Every product goes through nk_gemm_operands (gemm.h), batched over
+ *    the samples of a chunk (the GEMM batch dim), so this file holds no
+ *    multiply-add loop of its own except the depthwise kernels.
+ *  - Every spatial rank is run as 3-d (leading dims of size 1), so one
+ *    im2col and one col2im serve conv1d/2d/3d and unfold/fold.
+ *  - Memory is bounded: the col buffer holds at most NK_CONV_COL_CAP
+ *    elements.  Whole samples are batched while they fit; a sample whose
+ *    col matrix is larger is cut into column (output position) ranges.
+ *    Buffers are malloc'ed per task; failure is an nrt_exec_fail, never a
+ *    crash.  A 1x1 kernel with stride 1 and no padding needs no col at all:
+ *    the input itself is the GEMM operand.
+ *  - The weight gradient accumulates in a float buffer in sample order.  When
+ *    dw is big enough for at least 4 GEMM tiles, each sample's product is
+ *    added into it directly (beta 1); otherwise a chunk computes one partial
+ *    product per sample (parallel over the GEMM batch) and adds the partials
+ *    in order.  Either way the result depends on the shapes only, never on
+ *    the thread count.  col2im splits work over
+ *    (sample, channel) pairs, each walked serially: deterministic too.
+ *  - Depthwise (one input channel per group) has direct kernels: a GEMM
+ *    with a handful of rows would spend its time packing.
+ *  - float16/bfloat16 operands are widened into float32 working copies and
+ *    the results rounded once on store (ATen's CPU accumulates in float32
+ *    too); float32/float64 work in place whatever the strides, copying only
+ *    an operand the GEMM cannot take as a strided matrix (spatial dims that
+ *    do not flatten to one stride).
+ *  - Transposed convolution is not a mode: its forward is BACKWARD_INPUT,
+ *    its input gradient FORWARD and its weight gradient BACKWARD_WEIGHT
+ *    with x and dy swapped; the glue maps them. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "dtype_convert.h"
+#include "gemm.h"
+#include "kernel_entries.h"
+#include "nd_iter.h"
+#include "neuron_kernels.h"
+#include "validate.h"
+
+/* Elements of the col buffer per chunk (16 MiB of float32). */
+#define NK_CONV_COL_CAP ((int64_t)1 << 22)
+
+typedef struct conv_geom {
+  int64_t n, c, o, groups, cg, og; /* samples, in/out channels, per group */
+  int64_t in[3], out[3], k[3], s[3], p[3], d[3];
+  int64_t kprod, lprod, iprod, ck; /* ck = cg * kprod */
+} conv_geom;
+
+/* A tensor (A, B, spatial...) in the compute dtype: per-dim byte strides,
+ * the flat spatial stride when the spatial dims flatten (else -1), and the
+ * malloc'ed copy it lives in when it had to be copied. */
+typedef struct cview {
+  char *data;
+  int64_t sa, sb, sp[3], sl;
+  int64_t size[5];
+  void *owned;
+  int writeback; /* an output copy that must be stored back */
+} cview;
+
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* Operand dims padded to (A, B, s0, s1, s2). */
+static void padded(const nrt_operand *op, int nd, int64_t sizes[5], int64_t strides[5]) {
+  sizes[0] = op->sizes[0];
+  strides[0] = op->strides[0];
+  sizes[1] = op->sizes[1];
+  strides[1] = op->strides[1];
+  for (int d = 0; d < 3; d++) {
+    const int src = 2 + d - (3 - nd);
+    sizes[2 + d] = d < 3 - nd ? 1 : op->sizes[src];
+    strides[2 + d] = d < 3 - nd ? 0 : op->strides[src];
+  }
+}
+
+/* The single stride of dims [first, 5) read as one row-major index, or -1. */
+static int64_t flat_stride(const int64_t sizes[5], const int64_t strides[5], int first, int64_t es) {
+  int64_t want = -1, sl = es;
+  for (int d = 4; d >= first; d--) {
+    if (sizes[d] == 1) continue;
+    if (want < 0) {
+      sl = strides[d];
+      want = strides[d] * sizes[d];
+    } else {
+      if (strides[d] != want) return -1;
+      want *= sizes[d];
+    }
+  }
+  return sl;
+}
+
+/* Walks every element of a (A, B, s0, s1, s2) tensor in row-major order
+ * together with a contiguous buffer of the compute dtype; to_buf copies
+ * in (converting), else out. */
+static void copy_walk(const int64_t sz[5], const int64_t st[5], char *data, nrt_dtype t,
+                      char *buf, nrt_dtype ct, int to_buf) {
+  const size_t ces = nk_dtype_size(ct);
+  for (int64_t a = 0; a < sz[0]; a++)
+    for (int64_t b = 0; b < sz[1]; b++)
+      for (int64_t i = 0; i < sz[2]; i++)
+        for (int64_t j = 0; j < sz[3]; j++) {
+          char *p = data + a * st[0] + b * st[1] + i * st[2] + j * st[3];
+          for (int64_t k = 0; k < sz[4]; k++, p += st[4], buf += ces) {
+            if (ct == NRT_FLOAT64) {
+              if (to_buf) nk_write_f64(buf, nk_load_f64(t, p));
+              else nk_store_f64(t, p, nk_read_f64(buf));
+            } else {
+              if (to_buf) nk_write_f32(buf, nk_load_f32(t, p));
+              else nk_store_f32(t, p, nk_read_f32(buf));
+            }
+          }
+        }
+}
+
+/* A view of op in the compute dtype ct.  need_flat: the GEMM takes it, so
+ * dims [flat_from, 5) must read as one index (flat_from 2: spatial; 1: the
+ * weight's (C/g, K...)).  An output that has to be copied is zeroed (or
+ * copied in when `load`) and stored back by view_finish. */
+static int view_make(nrt_exec_ctx *ctx, const nrt_operand *op, int nd, nrt_dtype ct, int need_flat,
+                     int flat_from, int is_out, int load, cview *v) {
+  int64_t st[5];
+  memset(v, 0, sizeof *v);
+  padded(op, nd, v->size, st);
+  const int64_t es = (int64_t)nk_dtype_size((nrt_dtype)op->dtype);
+  int64_t sl = flat_stride(v->size, st, 2, es);
+  int ok = op->dtype == (int32_t)ct;
+  if (need_flat && sl < 0) ok = 0;
+  if (need_flat && flat_from == 1 && flat_stride(v->size, st, 1, es) < 0) ok = 0;
+  if (ok) {
+    v->data = op->data;
+    v->sa = st[0];
+    v->sb = st[1];
+    memcpy(v->sp, st + 2, sizeof v->sp);
+    v->sl = sl;
+    return 0;
+  }
+  const int64_t ces = (int64_t)nk_dtype_size(ct);
+  const int64_t numel = v->size[0] * v->size[1] * v->size[2] * v->size[3] * v->size[4];
+  v->owned = calloc((size_t)(numel ? numel : 1), (size_t)ces);
+  if (!v->owned) {
+    nrt_exec_fail(ctx, "conv: out of host memory for a %lld-element working copy", (long long)numel);
+    return -1;
+  }
+  v->data = v->owned;
+  v->sp[2] = ces;
+  v->sp[1] = ces * v->size[4];
+  v->sp[0] = v->sp[1] * v->size[3];
+  v->sb = v->sp[0] * v->size[2];
+  v->sa = v->sb * v->size[1];
+  v->sl = ces;
+  if (!is_out || load) copy_walk(v->size, st, op->data, (nrt_dtype)op->dtype, v->owned, ct, 1);
+  v->writeback = is_out;
+  return 0;
+}
+
+static void view_finish(const nrt_operand *op, int nd, nrt_dtype ct, cview *v) {
+  if (v->owned && v->writeback) {
+    int64_t sz[5], st[5];
+    padded(op, nd, sz, st);
+    copy_walk(sz, st, op->data, (nrt_dtype)op->dtype, v->owned, ct, 0);
+  }
+  free(v->owned);
+  v->owned = NULL;
+}
+
+/* ------------------------------------------------------------- im2col */
+
+/* Rows [r0, r1) of the col matrix of one sample: row r = (c, k0, k1, k2)
+ * (c relative to x, which points at the first channel), columns are the
+ * output positions [l0, l0 + lc).  dst row r starts at dst + (r - r0) *
+ * drs; elements are es bytes apart (raw copies: no conversion). */
+static void im2col_rows(const conv_geom *g, const char *x, int64_t sxc, const int64_t sx[3],
+                        size_t es, int64_t r0, int64_t r1, int64_t l0, int64_t lc, char *dst,
+                        int64_t drs, int64_t des) {
+  for (int64_t r = r0; r < r1; r++) {
+    const int64_t c = r / g->kprod, kr = r % g->kprod;
+    const int64_t kk0 = kr / (g->k[1] * g->k[2]), kk1 = kr / g->k[2] % g->k[1], kk2 = kr % g->k[2];
+    const char *xc = x + c * sxc;
+    char *row = dst + (r - r0) * drs;
+    int64_t o0 = l0 / (g->out[1] * g->out[2]), o1 = l0 / g->out[2] % g->out[1],
+            o2 = l0 % g->out[2];
+    for (int64_t l = 0; l < lc;) {
+      const int64_t run = g->out[2] - o2 < lc - l ? g->out[2] - o2 : lc - l;
+      const int64_t i0 = o0 * g->s[0] - g->p[0] + kk0 * g->d[0];
+      const int64_t i1 = o1 * g->s[1] - g->p[1] + kk1 * g->d[1];
+      char *out = row + l * des;
+      if (i0 < 0 || i0 >= g->in[0] || i1 < 0 || i1 >= g->in[1]) {
+        if (des == (int64_t)es) memset(out, 0, (size_t)run * es);
+        else for (int64_t j = 0; j < run; j++) memset(out + j * des, 0, es);
+      } else {
+        const char *base = xc + i0 * sx[0] + i1 * sx[1];
+        const int64_t step = g->s[2], first = o2 * step + kk2 * g->d[2] - g->p[2];
+        /* positions j of the run with 0 <= first + j * step < in: [jlo, jhi) */
+        int64_t jlo = first >= 0 ? 0 : (-first + step - 1) / step;
+        int64_t jhi = first >= g->in[2] ? 0 : (g->in[2] - first + step - 1) / step;
+        if (jlo > run) jlo = run;
+        if (jhi > run) jhi = run;
+        if (jhi < jlo) jhi = jlo;
+        for (int64_t j = 0; j < jlo; j++) memset(out + j * des, 0, es);
+        for (int64_t j = jhi; j < run; j++) memset(out + j * des, 0, es);
+        const char *src = jhi > jlo ? base + (first + jlo * step) * sx[2] : base;
+        if (jhi == jlo) {
+          /* nothing inside */
+        } else if (step * sx[2] == (int64_t)es && des == (int64_t)es) {
+          memcpy(out + jlo * des, src, (size_t)(jhi - jlo) * es);
+        } else {
+          const int64_t ss = step * sx[2];
+          char *o = out + jlo * des;
+          switch (es) {
+#define NK_IM2COL_ROW(T)                                           \
+  for (int64_t j = jlo; j < jhi; j++, src += ss, o += des) {       \
+    T v;                                                           \
+    memcpy(&v, src, sizeof v);                                     \
+    memcpy(o, &v, sizeof v);                                       \
+  }                                                                \
+  break;
+          case 2: NK_IM2COL_ROW(uint16_t)
+          case 4: NK_IM2COL_ROW(uint32_t)
+          default: NK_IM2COL_ROW(uint64_t)
+#undef NK_IM2COL_ROW
+          }
+        }
+      }
+      l += run;
+      o2 = 0;
+      if (++o1 == g->out[1]) {
+        o1 = 0;
+        o0++;
+      }
+    }
+  }
+}
+
+/* ------------------------------------------------------------- col2im */
+
+/* x[c] += the col rows of channel c (kprod rows, crs bytes apart, of lc
+ * columns from l0, ccs bytes apart); x is a compute-typed flat-spatial view
+ * of one sample's channel (sxl bytes between positions). */
+static void col2im_channel(const conv_geom *g, const char *col, int64_t crs, int64_t ccs,
+                           char *x, int64_t sxl, nrt_dtype ct, int64_t l0, int64_t lc) {
+  for (int64_t kr = 0; kr < g->kprod; kr++) {
+    const int64_t kk0 = kr / (g->k[1] * g->k[2]), kk1 = kr / g->k[2] % g->k[1], kk2 = kr % g->k[2];
+    const char *row = col + kr * crs;
+    int64_t o0 = l0 / (g->out[1] * g->out[2]), o1 = l0 / g->out[2] % g->out[1],
+            o2 = l0 % g->out[2];
+    for (int64_t l = 0; l < lc;) {
+      const int64_t run = g->out[2] - o2 < lc - l ? g->out[2] - o2 : lc - l;
+      const int64_t i0 = o0 * g->s[0] - g->p[0] + kk0 * g->d[0];
+      const int64_t i1 = o1 * g->s[1] - g->p[1] + kk1 * g->d[1];
+      if (i0 >= 0 && i0 < g->in[0] && i1 >= 0 && i1 < g->in[1]) {
+        char *base = x + ((i0 * g->in[1] + i1) * g->in[2]) * sxl;
+        const char *src = row + l * ccs;
+        int64_t i2 = o2 * g->s[2] - g->p[2] + kk2 * g->d[2];
+        if (ct == NRT_FLOAT64) {
+          for (int64_t j = 0; j < run; j++, i2 += g->s[2])
+            if (i2 >= 0 && i2 < g->in[2])
+              nk_write_f64(base + i2 * sxl, nk_read_f64(base + i2 * sxl) + nk_read_f64(src + j * ccs));
+        } else {
+          for (int64_t j = 0; j < run; j++, i2 += g->s[2])
+            if (i2 >= 0 && i2 < g->in[2])
+              nk_write_f32(base + i2 * sxl, nk_read_f32(base + i2 * sxl) + nk_read_f32(src + j * ccs));
+        }
+      }
+      l += run;
+      o2 = 0;
+      if (++o1 == g->out[1]) {
+        o1 = 0;
+        o0++;
+      }
+    }
+  }
+}
+
+/* ------------------------------------------------------------- plan */
+
+typedef struct conv_job {
+  const conv_geom *g;
+  nrt_dtype ct;
+  int64_t ces;
+  cview x, w, y, b; /* roles by mode (x: input side, y: output side) */
+  int64_t n0, nb, l0, lc, grp;
+  char *col;     /* nb x ck x lc, contiguous */
+  char *partial; /* nb x og x ck (BACKWARD_WEIGHT) */
+  char *acc;     /* o x ck (BACKWARD_WEIGHT) */
+  const nrt_operand *col_op; /* IM2COL / COL2IM: the col operand */
+  cview colv;
+} conv_job;
+
+static nrt_operand mat3(char *data, nrt_dtype t, int64_t b, int64_t r, int64_t c, int64_t sb,
+                        int64_t sr, int64_t sc) {
+  nrt_operand op;
+  memset(&op, 0, sizeof op);
+  op.data = data;
+  op.dtype = t;
+  op.ndim = 3;
+  op.sizes[0] = b;
+  op.sizes[1] = r;
+  op.sizes[2] = c;
+  op.strides[0] = sb;
+  op.strides[1] = sr;
+  op.strides[2] = sc;
+  return op;
+}
+
+static void im2col_task(void *arg, int64_t begin, int64_t end, int worker) {
+  (void)worker;
+  const conv_job *j = arg;
+  const conv_geom *g = j->g;
+  for (int64_t t = begin; t < end; t++) {
+    const int64_t b = t / g->ck, r = t % g->ck;
+    const char *x = j->x.data + (j->n0 + b) * j->x.sa + j->grp * g->cg * j->x.sb;
+    im2col_rows(g, x, j->x.sb, j->x.sp, (size_t)j->ces, r, r + 1, j->l0, j->lc,
+                j->col + (b * g->ck + r) * j->lc * j->ces, j->lc * j->ces, j->ces);
+  }
+}
+
+static void col2im_task(void *arg, int64_t begin, int64_t end, int worker) {
+  (void)worker;
+  const conv_job *j = arg;
+  const conv_geom *g = j->g;
+  for (int64_t t = begin; t < end; t++) {
+    const int64_t b = t / g->cg, c = t % g->cg;
+    char *x = j->x.data + (j->n0 + b) * j->x.sa + (j->grp * g->cg + c) * j->x.sb;
+    const char *col = j->col + (b * g->ck + c * g->kprod) * j->lc * j->ces;
+    col2im_channel(g, col, j->lc * j->ces, j->ces, x, j->x.sl, j->ct, j->l0, j->lc);
+  }
+}
+
+static void col2im_op_task(void *arg, int64_t begin, int64_t end, int worker) {
+  (void)worker;
+  const conv_job *j = arg;
+  const conv_geom *g = j->g;
+  for (int64_t t = begin; t < end; t++) {
+    const int64_t n = t / g->c, c = t % g->c;
+    char *x = j->x.data + n * j->x.sa + c * j->x.sb;
+    const char *col = j->colv.data + n * j->colv.sa + c * g->kprod * j->colv.sb;
+    col2im_channel(g, col, j->colv.sb, j->colv.sl, x, j->x.sl, j->ct, 0, g->lprod);
+  }
+}
+
+static void im2col_op_task(void *arg, int64_t begin, int64_t end, int worker) {
+  (void)worker;
+  const conv_job *j = arg;
+  const conv_geom *g = j->g;
+  const nrt_operand *col = j->col_op;
+  for (int64_t t = begin; t < end; t++) {
+    const int64_t n = t / g->c, c = t % g->c;
+    im2col_rows(g, j->x.data + n * j->x.sa, j->x.sb, j->x.sp, (size_t)j->ces, c * g->kprod,
+                (c + 1) * g->kprod, 0, g->lprod,
+                (char *)col->data + n * col->strides[0] + c * g->kprod * col->strides[1],
+                col->strides[1], col->strides[2]);
+  }
+}
+
+/* y[n, o, :] = bias[o] */
+static void bias_task(void *arg, int64_t begin, int64_t end, int worker) {
+  (void)worker;
+  const conv_job *j = arg;
+  const conv_geom *g = j->g;
+  for (int64_t t = begin; t < end; t++) {
+    const int64_t n = t / g->o, o = t % g->o;
+    char *p = j->y.data + n * j->y.sa + o * j->y.sb;
+    const char *bp = j->b.data + o * j->b.sa;
+    for (int64_t l = 0; l < g->lprod; l++) memcpy(p + l * j->y.sl, bp, (size_t)j->ces);
+  }
+}
+
+/* acc[grp rows] += sum over b of partial[b], in b order. */
+static void reduce_task(void *arg, int64_t begin, int64_t end, int worker) {
+  (void)worker;
+  const conv_job *j = arg;
+  const conv_geom *g = j->g;
+  const int64_t per = g->og * g->ck;
+  for (int64_t e = begin; e < end; e++) {
+    if (j->ct == NRT_FLOAT64) {
+      double *a = (double *)j->acc + j->grp * per + e;
+      const double *p = (const double *)j->partial + e;
+      double s = *a;
+      for (int64_t b = 0; b < j->nb; b++) s += p[b * per];
+      *a = s;
+    } else {
+      float *a = (float *)j->acc + j->grp * per + e;
+      const float *p = (const float *)j->partial + e;
+      float s = *a;
+      for (int64_t b = 0; b < j->nb; b++) s += p[b * per];
+      *a = s;
+    }
+  }
+}
+
+/* Fills (A, B, flat spatial) view v with zeros. */
+static void zero_view(const cview *v, int64_t ces) {
+  for (int64_t a = 0; a < v->size[0]; a++)
+    for (int64_t b = 0; b < v->size[1]; b++)
+      for (int64_t i = 0; i < v->size[2]; i++)
+        for (int64_t jx = 0; jx < v->size[3]; jx++) {
+          char *p = v->data + a * v->sa + b * v->sb + i * v->sp[0] + jx * v->sp[1];
+          if (v->sp[2] == ces) memset(p, 0, (size_t)(v->size[4] * ces));
+          else for (int64_t k = 0; k < v->size[4]; k++) memset(p + k * v->sp[2], 0, (size_t)ces);
+        }
+}
+
+/* ------------------------------------------------------------- depthwise */
+
+typedef struct dw_job {
+  const conv_geom *g;
+  nrt_dtype ct;
+  int mode;
+  const cview *x, *w, *y, *b;
+} dw_job;
+
+/* One input channel per group (cg == 1), og = multiplier.  Units:
+ *  FORWARD: (n, o) -> y[n, o] = bias + sum_k w[o, k] x[n, o / og, pos(l, k)]
+ *  BACKWARD_INPUT: (n, c) -> dx[n, c] = sum over o of group c, l, k (scatter,
+ *      serial in the unit, so deterministic)
+ *  BACKWARD_WEIGHT: o -> dw[o, k] = sum_n sum_l dy[n, o, l] x[n, c, pos(l, k)] */
+#define NK_DW_BODY(T, RD, WR)                                                                  \
+  for (int64_t u = begin; u < end; u++) {                                                      \
+    if (j->mode == NK_CONV_FORWARD) {                                                          \
+      const int64_t n = u / g->o, o = u % g->o, c = o / g->og;                                 \
+      const char *xc = x->data + n * x->sa + c * x->sb;                                        \
+      char *yc = y->data + n * y->sa + o * y->sb;                                              \
+      const T bias = j->b && j->b->data ? RD(j->b->data + o * j->b->sa) : (T)0;                \
+      for (int64_t o0 = 0; o0 < g->out[0]; o0++)                                               \
+        for (int64_t o1 = 0; o1 < g->out[1]; o1++)                                             \
+          for (int64_t o2 = 0; o2 < g->out[2]; o2++) {                                         \
+            T s = bias;                                                                        \
+            int64_t kr = 0;                                                                    \
+            for (int64_t k0 = 0; k0 < g->k[0]; k0++) {                                         \
+              const int64_t i0 = o0 * g->s[0] - g->p[0] + k0 * g->d[0];                        \
+              for (int64_t k1 = 0; k1 < g->k[1]; k1++) {                                       \
+                const int64_t i1 = o1 * g->s[1] - g->p[1] + k1 * g->d[1];                      \
+                const int ok = i0 >= 0 && i0 < g->in[0] && i1 >= 0 && i1 < g->in[1];           \
+                for (int64_t k2 = 0; k2 < g->k[2]; k2++, kr++) {                               \
+                  const int64_t i2 = o2 * g->s[2] - g->p[2] + k2 * g->d[2];                    \
+                  if (ok && i2 >= 0 && i2 < g->in[2])                                          \
+                    s += RD(w->data + o * w->sa + kr * w->sl) *                                \
+                         RD(xc + i0 * x->sp[0] + i1 * x->sp[1] + i2 * x->sp[2]);               \
+                }                                                                              \
+              }                                                                                \
+            }                                                                                  \
+            WR(yc + o0 * y->sp[0] + o1 * y->sp[1] + o2 * y->sp[2], s);                         \
+          }                                                                                    \
+    } else if (j->mode == NK_CONV_BACKWARD_INPUT) {                                            \
+      const int64_t n = u / g->c, c = u % g->c;                                                \
+      char *xc = x->data + n * x->sa + c * x->sb;                                              \
+      for (int64_t m = 0; m < g->og; m++) {                                                    \
+        const int64_t o = c * g->og + m;                                                       \
+        const char *yc = y->data + n * y->sa + o * y->sb;                                      \
+        for (int64_t o0 = 0; o0 < g->out[0]; o0++)                                             \
+          for (int64_t o1 = 0; o1 < g->out[1]; o1++)                                           \
+            for (int64_t o2 = 0; o2 < g->out[2]; o2++) {                                       \
+              const T dy = RD(yc + o0 * y->sp[0] + o1 * y->sp[1] + o2 * y->sp[2]);             \
+              int64_t kr = 0;                                                                  \
+              for (int64_t k0 = 0; k0 < g->k[0]; k0++) {                                       \
+                const int64_t i0 = o0 * g->s[0] - g->p[0] + k0 * g->d[0];                      \
+                for (int64_t k1 = 0; k1 < g->k[1]; k1++) {                                     \
+                  const int64_t i1 = o1 * g->s[1] - g->p[1] + k1 * g->d[1];                    \
+                  const int ok = i0 >= 0 && i0 < g->in[0] && i1 >= 0 && i1 < g->in[1];         \
+                  for (int64_t k2 = 0; k2 < g->k[2]; k2++, kr++) {                             \
+                    const int64_t i2 = o2 * g->s[2] - g->p[2] + k2 * g->d[2];                  \
+                    if (ok && i2 >= 0 && i2 < g->in[2]) {                                      \
+                      char *px = xc + i0 * x->sp[0] + i1 * x->sp[1] + i2 * x->sp[2];           \
+                      WR(px, RD(px) + dy * RD(w->data + o * w->sa + kr * w->sl));              \
+                    }                                                                          \
+                  }                                                                            \
+                }                                                                              \
+              }                                                                                \
+            }                                                                                  \
+      }                                                                                        \
+    } else {                                                                                   \
+      const int64_t o = u, c = o / g->og;                                                      \
+      int64_t kr = 0;                                                                          \
+      for (int64_t k0 = 0; k0 < g->k[0]; k0++)                                                 \
+        for (int64_t k1 = 0; k1 < g->k[1]; k1++)                                               \
+          for (int64_t k2 = 0; k2 < g->k[2]; k2++, kr++) {                                     \
+            T s = 0;                                                                           \
+            for (int64_t n = 0; n < g->n; n++) {                                               \
+              const char *xc = x->data + n * x->sa + c * x->sb;                                \
+              const char *yc = y->data + n * y->sa + o * y->sb;                                \
+              for (int64_t o0 = 0; o0 < g->out[0]; o0++) {                                     \
+                const int64_t i0 = o0 * g->s[0] - g->p[0] + k0 * g->d[0];                      \
+                if (i0 < 0 || i0 >= g->in[0]) continue;                                        \
+                for (int64_t o1 = 0; o1 < g->out[1]; o1++) {                                   \
+                  const int64_t i1 = o1 * g->s[1] - g->p[1] + k1 * g->d[1];                    \
+                  if (i1 < 0 || i1 >= g->in[1]) continue;                                      \
+                  for (int64_t o2 = 0; o2 < g->out[2]; o2++) {                                 \
+                    const int64_t i2 = o2 * g->s[2] - g->p[2] + k2 * g->d[2];                  \
+                    if (i2 >= 0 && i2 < g->in[2])                                              \
+                      s += RD(yc + o0 * y->sp[0] + o1 * y->sp[1] + o2 * y->sp[2]) *            \
+                           RD(xc + i0 * x->sp[0] + i1 * x->sp[1] + i2 * x->sp[2]);             \
+                  }                                                                            \
+                }                                                                              \
+              }                                                                                \
+            }                                                                                  \
+            WR(w->data + o * w->sa + kr * w->sl, s);                                           \
+          }                                                                                    \
+    }                                                                                          \
+  }
+
+static void dw_task(void *arg, int64_t begin, int64_t end, int worker) {
+  (void)worker;
+  const dw_job *j = arg;
+  const conv_geom *g = j->g;
+  const cview *x = j->x, *w = j->w, *y = j->y;
+  if (j->ct == NRT_FLOAT64) {
+    NK_DW_BODY(double, nk_read_f64, nk_write_f64)
+  } else {
+    NK_DW_BODY(float, nk_read_f32, nk_write_f32)
+  }
+}
+
+/* ------------------------------------------------------------- entry */
+
+static int bad(nrt_exec_ctx *ctx, const char *what) {
+  nrt_exec_fail(ctx, "conv: %s", what);
+  return -1;
+}
+
+/* Chunking: samples per chunk and columns per chunk for a col of ck rows. */
+static void plan_chunks(const conv_geom *g, int64_t extra_per_sample, int64_t *nb, int64_t *lc) {
+  const int64_t ck = g->ck ? g->ck : 1, l = g->lprod ? g->lprod : 1;
+  const int64_t per = ck * l + extra_per_sample;
+  if (per <= NK_CONV_COL_CAP) {
+    *nb = NK_CONV_COL_CAP / per;
+    if (*nb > g->n) *nb = g->n;
+    if (*nb < 1) *nb = 1;
+    *lc = g->lprod;
+  } else {
+    *nb = 1;
+    *lc = NK_CONV_COL_CAP / ck;
+    if (*lc < 16) *lc = 16;
+    if (*lc > g->lprod) *lc = g->lprod;
+  }
+}
+
+static int run_gemm(nrt_exec_ctx *ctx, nrt_operand out, nrt_operand a, nrt_operand b, double beta) {
+  const nrt_operand ops[3] = {out, a, b};
+  nk_scalar one = {1.0, 1}, bt = {beta, (int64_t)beta};
+  return nk_gemm_operands(ctx, ops, one, bt);
+}
+
+int nk_conv_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
+  const nk_conv_params *prm = (const nk_conv_params *)task->params;
+  const int mode = prm->mode;
+  if (mode < 0 || mode >= NK_CONV_MODE_COUNT) return bad(ctx, "unknown mode");
+  const int n_ops = task->n_operands;
+  const int want = mode == NK_CONV_FORWARD && n_ops == 4 ? 4
+                   : (mode == NK_CONV_IM2COL || mode == NK_CONV_COL2IM) ? 2 : 3;
+  if (nk_check_operands(task, ctx, "conv", want)) return -1;
+  const nrt_operand *ops = task->operands;
+  const int nd = prm->nd;
+  if (nd < 1 || nd > 3) return bad(ctx, "nd must be 1, 2 or 3");
+  const nrt_dtype t = (nrt_dtype)ops[0].dtype;
+  if (t != NRT_FLOAT32 && t != NRT_FLOAT64 && t != NRT_FLOAT16 && t != NRT_BFLOAT16)
+    return bad(ctx, "dtype must be float32, float64, float16 or bfloat16");
+  for (int i = 1; i < want; i++)
+    if (ops[i].dtype != (int32_t)t) return bad(ctx, "operands must share one dtype");
+  const nrt_dtype ct = t == NRT_FLOAT64 ? NRT_FLOAT64 : NRT_FLOAT32;
+  const int64_t ces = (int64_t)nk_dtype_size(ct);
+
+  /* Geometry: x is the input side, y the output side, w the weight. */
+  const nrt_operand *xo, *yo, *wo = NULL, *bo = NULL;
+  switch (mode) {
+  case NK_CONV_FORWARD: yo = &ops[0]; xo = &ops[1]; wo = &ops[2]; bo = want == 4 ? &ops[3] : NULL; break;
+  case NK_CONV_BACKWARD_INPUT: xo = &ops[0]; yo = &ops[1]; wo = &ops[2]; break;
+  case NK_CONV_BACKWARD_WEIGHT: wo = &ops[0]; yo = &ops[1]; xo = &ops[2]; break;
+  case NK_CONV_IM2COL: yo = &ops[0]; xo = &ops[1]; break;
+  default: xo = &ops[0]; yo = &ops[1]; break;
+  }
+  conv_geom g;
+  memset(&g, 0, sizeof g);
+  if (xo->ndim != 2 + nd) return bad(ctx, "input must have 2 + nd dims");
+  g.n = xo->sizes[0];
+  g.c = xo->sizes[1];
+  g.groups = prm->groups;
+  for (int d = 0; d < 3; d++) {
+    const int src = d - (3 - nd);
+    g.in[d] = src < 0 ? 1 : xo->sizes[2 + src];
+    g.s[d] = src < 0 ? 1 : prm->stride[src];
+    g.p[d] = src < 0 ? 0 : prm->padding[src];
+    g.d[d] = src < 0 ? 1 : prm->dilation[src];
+    if (g.s[d] < 1 || g.d[d] < 1 || g.p[d] < 0)
+      return bad(ctx, "stride and dilation must be positive, padding non-negative");
+  }
+  if (mode == NK_CONV_IM2COL || mode == NK_CONV_COL2IM) {
+    g.groups = 1;
+    g.o = g.c;
+    for (int d = 0; d < 3; d++) {
+      const int src = d - (3 - nd);
+      g.k[d] = src < 0 ? 1 : prm->kernel[src];
+      if (g.k[d] < 1) return bad(ctx, "kernel sizes must be positive");
+      const int64_t span = g.in[d] + 2 * g.p[d] - g.d[d] * (g.k[d] - 1) - 1;
+      g.out[d] = span < 0 ? 0 : span / g.s[d] + 1;
+    }
+    g.kprod = g.k[0] * g.k[1] * g.k[2];
+    g.lprod = g.out[0] * g.out[1] * g.out[2];
+    if (yo->ndim != 3 || yo->sizes[0] != g.n || yo->sizes[1] != g.c * g.kprod ||
+        yo->sizes[2] != g.lprod)
+      return bad(ctx, "col operand must be (N, C * prod(kernel), L) with L the output positions");
+  } else {
+    if (yo->ndim != 2 + nd || wo->ndim != 2 + nd) return bad(ctx, "every operand must have 2 + nd dims");
+    g.o = yo->sizes[1];
+    if (g.groups < 1 || g.c % g.groups || g.o % g.groups)
+      return bad(ctx, "groups must divide the input and output channels");
+    if (yo->sizes[0] != g.n || wo->sizes[0] != g.o || wo->sizes[1] != g.c / g.groups)
+      return bad(ctx, "weight must be (O, C / groups, K...) and the batch sizes equal");
+    if (bo && (bo->ndim != 1 || bo->sizes[0] != g.o)) return bad(ctx, "bias must be (O)");
+    for (int d = 0; d < 3; d++) {
+      const int src = d - (3 - nd);
+      g.out[d] = src < 0 ? 1 : yo->sizes[2 + src];
+      g.k[d] = src < 0 ? 1 : wo->sizes[2 + src];
+    }
+    g.kprod = g.k[0] * g.k[1] * g.k[2];
+    g.lprod = g.out[0] * g.out[1] * g.out[2];
+  }
+  g.iprod = g.in[0] * g.in[1] * g.in[2];
+  g.cg = g.c / g.groups;
+  g.og = g.o / g.groups;
+  g.ck = g.cg * g.kprod;
+
+  conv_job j;
+  memset(&j, 0, sizeof j);
+  j.g = &g;
+  j.ct = ct;
+  j.ces = ces;
+  int rc = -1;
+
+  /* -------- im2col / col2im (the ATen ops) */
+  if (mode == NK_CONV_IM2COL) {
+    /* raw copies in the operands' own dtype: no conversion at all */
+    int64_t sz[5], st[5];
+    padded(xo, nd, sz, st);
+    j.ces = (int64_t)nk_dtype_size(t);
+    j.x.data = xo->data;
+    j.x.sa = st[0];
+    j.x.sb = st[1];
+    memcpy(j.x.sp, st + 2, sizeof j.x.sp);
+    j.col_op = yo;
+    const int64_t work = g.kprod * g.lprod;
+    if (g.lprod) nk_parallel_for(g.n * g.c, work >= 32768 ? 1 : 32768 / (work ? work : 1), im2col_op_task, &j);
+    return 0;
+  }
+  if (mode == NK_CONV_COL2IM) {
+    if (view_make(ctx, xo, nd, ct, 1, 2, 1, 0, &j.x)) return -1;
+    nrt_operand colop = *yo; /* (N, CK, L), read as (N, CK, 1, 1, L) */
+    if (view_make(ctx, &colop, 1, ct, 1, 2, 0, 0, &j.colv)) {
+      free(j.x.owned);
+      return -1;
+    }
+    if (!j.x.owned) zero_view(&j.x, ces);
+    const int64_t work = g.kprod * g.lprod;
+    nk_parallel_for(g.n * g.c, work >= 32768 ? 1 : 32768 / (work ? work : 1), col2im_op_task, &j);
+    view_finish(xo, nd, ct, &j.x);
+    free(j.colv.owned);
+    return 0;
+  }
+
+  /* -------- convolution */
+  cview *xv = &j.x, *yv = &j.y, *wv = &j.w;
+  const int direct = g.kprod == 1 && g.s[0] == 1 && g.s[1] == 1 && g.s[2] == 1 && g.p[0] == 0 &&
+                     g.p[1] == 0 && g.p[2] == 0;
+  const int depthwise = g.cg == 1 && g.groups > 1;
+  if (depthwise) {
+    /* direct kernels: any strides, no flattening needed (weight flat per o) */
+    if (view_make(ctx, xo, nd, ct, 0, 2, mode == NK_CONV_BACKWARD_INPUT, 0, xv)) return -1;
+    if (view_make(ctx, yo, nd, ct, 0, 2, mode == NK_CONV_FORWARD, 0, yv)) goto out_x;
+    if (view_make(ctx, wo, nd, ct, 1, 1, mode == NK_CONV_BACKWARD_WEIGHT, 0, wv)) goto out_y;
+    if (bo) {
+      nrt_operand b3 = *bo;
+      b3.ndim = 3;
+      b3.sizes[1] = b3.sizes[2] = 1;
+      b3.strides[1] = b3.strides[2] = 0;
+      if (view_make(ctx, &b3, 1, ct, 0, 2, 0, 0, &j.b)) goto out_w;
+    }
+    if (mode == NK_CONV_BACKWARD_INPUT && !xv->owned) zero_view(xv, ces);
+    dw_job dj = {&g, ct, mode, xv, wv, yv, bo ? &j.b : NULL};
+    const int64_t units = mode == NK_CONV_FORWARD ? g.n * g.o
+                          : mode == NK_CONV_BACKWARD_INPUT ? g.n * g.c : g.o;
+    const int64_t work = (mode == NK_CONV_BACKWARD_WEIGHT ? g.n : 1) * g.lprod * g.kprod *
+                         (mode == NK_CONV_BACKWARD_INPUT ? g.og : 1);
+    const int64_t grain = work >= 32768 ? 1 : 32768 / (work ? work : 1);
+    nk_parallel_for(units, grain, dw_task, &dj);
+    rc = 0;
+    goto out_all;
+  }
+
+  /* views: GEMM operands must flatten; the im2col source need not */
+  if (mode == NK_CONV_FORWARD) {
+    if (view_make(ctx, xo, nd, ct, direct, 2, 0, 0, xv)) return -1;
+    if (view_make(ctx, yo, nd, ct, 1, 2, 1, 0, yv)) goto out_x;
+  } else if (mode == NK_CONV_BACKWARD_INPUT) {
+    if (view_make(ctx, xo, nd, ct, 1, 2, 1, 0, xv)) return -1;
+    if (view_make(ctx, yo, nd, ct, 1, 2, 0, 0, yv)) goto out_x;
+  } else {
+    if (view_make(ctx, xo, nd, ct, direct, 2, 0, 0, xv)) return -1;
+    if (view_make(ctx, yo, nd, ct, 1, 2, 0, 0, yv)) goto out_x;
+  }
+  if (view_make(ctx, wo, nd, ct, 1, 1, mode == NK_CONV_BACKWARD_WEIGHT, 0, wv)) goto out_y;
+  if (bo) {
+    nrt_operand b3 = *bo;
+    b3.ndim = 3;
+    b3.sizes[1] = b3.sizes[2] = 1;
+    b3.strides[1] = b3.strides[2] = 0;
+    if (view_make(ctx, &b3, 1, ct, 0, 2, 0, 0, &j.b)) goto out_w;
+  }
+
+  /* The weight gradient's per-sample partials pay off only when dw is too
+   * small to split into several GEMM tiles (a shape rule, so results never
+   * depend on the thread count). */
+  const int accumulate_direct = mode == NK_CONV_BACKWARD_WEIGHT && ceil_div(g.og, 96) * ceil_div(g.ck, 1024) >= 4;
+  int64_t nb, lc;
+  plan_chunks(&g, mode == NK_CONV_BACKWARD_WEIGHT && !accumulate_direct ? g.og * g.ck : 0, &nb, &lc);
+  if (!direct && g.n && g.lprod) {
+    j.col = malloc((size_t)(nb * g.ck * lc * ces + ces));
+    if (!j.col) {
+      nrt_exec_fail(ctx, "conv: out of host memory for a col buffer of %lld elements",
+                    (long long)(nb * g.ck * lc));
+      goto out_all;
+    }
+  }
+  if (mode == NK_CONV_BACKWARD_WEIGHT) {
+    j.acc = calloc((size_t)(g.o * g.ck + 1), (size_t)ces);
+    j.partial = malloc((size_t)((accumulate_direct ? 0 : nb * g.og * g.ck) + 1) * (size_t)ces);
+    if (!j.acc || !j.partial) {
+      nrt_exec_fail(ctx, "conv: out of host memory for weight-gradient partials");
+      goto out_all;
+    }
+  }
+  if (mode == NK_CONV_FORWARD) {
+    /* y <- bias (or nothing: beta 0), then y += w @ col */
+    if (bo) nk_parallel_for(g.n * g.o, g.lprod >= 32768 ? 1 : 32768 / (g.lprod ? g.lprod : 1), bias_task, &j);
+  }
+  if (mode == NK_CONV_BACKWARD_INPUT && !direct && !xv->owned) zero_view(xv, ces);
+
+  for (int64_t n0 = 0; n0 < g.n && g.lprod; n0 += nb) {
+    const int64_t nbc = g.n - n0 < nb ? g.n - n0 : nb;
+    for (int64_t l0 = 0; l0 < g.lprod; l0 += lc) {
+      const int64_t lcc = g.lprod - l0 < lc ? g.lprod - l0 : lc;
+      j.n0 = n0;
+      j.nb = nbc;
+      j.l0 = l0;
+      j.lc = lcc;
+      for (int64_t grp = 0; grp < g.groups; grp++) {
+        j.grp = grp;
+        /* the input-side matrix (ck x lcc per sample) */
+        nrt_operand xm;
+        if (direct)
+          xm = mat3(xv->data + n0 * xv->sa + grp * g.cg * xv->sb + l0 * xv->sl, ct, nbc, g.ck, lcc,
+                    xv->sa, xv->sb, xv->sl);
+        else
+          xm = mat3(j.col, ct, nbc, g.ck, lcc, g.ck * lcc * ces, lcc * ces, ces);
+        const nrt_operand ym = mat3(yv->data + n0 * yv->sa + grp * g.og * yv->sb + l0 * yv->sl, ct,
+                                    nbc, g.og, lcc, yv->sa, yv->sb, yv->sl);
+        const int64_t wstep = g.kprod > 1 ? wv->sl : wv->sb; /* stride along ck */
+        const nrt_operand wm = mat3(wv->data + grp * g.og * wv->sa, ct, nbc, g.og, g.ck, 0, wv->sa, wstep);
+        if (mode == NK_CONV_FORWARD) {
+          if (!direct) nk_parallel_for(nbc * g.ck, 16, im2col_task, &j);
+          if (run_gemm(ctx, ym, wm, xm, bo ? 1.0 : 0.0)) goto out_all;
+        } else if (mode == NK_CONV_BACKWARD_INPUT) {
+          const nrt_operand wt = mat3(wm.data, ct, nbc, g.ck, g.og, 0, wm.strides[2], wm.strides[1]);
+          if (direct) {
+            if (run_gemm(ctx, xm, wt, ym, 0.0)) goto out_all;
+          } else {
+            if (run_gemm(ctx, xm, wt, ym, 0.0)) goto out_all;
+            nk_parallel_for(nbc * g.cg, 4, col2im_task, &j);
+          }
+        } else {
+          if (!direct) nk_parallel_for(nbc * g.ck, 16, im2col_task, &j);
+          const nrt_operand xt = mat3(xm.data, ct, nbc, lcc, g.ck, xm.strides[0], xm.strides[2],
+                                      xm.strides[1]);
+          if (accumulate_direct) {
+            /* dw has tiles enough to share out: add each sample's product
+             * straight into the accumulator, in sample order */
+            for (int64_t b = 0; b < nbc; b++) {
+              const nrt_operand am = mat3(j.acc + grp * g.og * g.ck * ces, ct, 1, g.og, g.ck, 0,
+                                          g.ck * ces, ces);
+              nrt_operand yb = ym, xb = xt;
+              yb.data = (char *)ym.data + b * ym.strides[0];
+              xb.data = (char *)xt.data + b * xt.strides[0];
+              yb.sizes[0] = xb.sizes[0] = 1;
+              if (run_gemm(ctx, am, yb, xb, 1.0)) goto out_all;
+            }
+          } else {
+            const nrt_operand pm = mat3(j.partial, ct, nbc, g.og, g.ck, g.og * g.ck * ces, g.ck * ces, ces);
+            if (run_gemm(ctx, pm, ym, xt, 0.0)) goto out_all;
+            nk_parallel_for(g.og * g.ck, 4096, reduce_task, &j);
+          }
+        }
+      }
+    }
+  }
+  if (mode == NK_CONV_BACKWARD_WEIGHT) {
+    /* dw <- acc (o x ck, contiguous) */
+    for (int64_t o = 0; o < g.o; o++)
+      for (int64_t r = 0; r < g.ck; r++) {
+        char *dst = wv->data + o * wv->sa + (r / g.kprod) * wv->sb + (r % g.kprod) * wv->sl;
+        memcpy(dst, j.acc + (o * g.ck + r) * ces, (size_t)ces);
+      }
+  }
+  rc = 0;
+out_all:
+  free(j.col);
+  free(j.acc);
+  free(j.partial);
+  free(j.b.owned);
+out_w:
+  if (rc == 0) view_finish(wo, nd, ct, wv);
+  else free(wv->owned);
+out_y:
+  if (rc == 0) view_finish(yo, nd, ct, yv);
+  else free(yv->owned);
+out_x:
+  if (rc == 0) view_finish(xo, nd, ct, xv);
+  else free(xv->owned);
+  return rc;
+}
