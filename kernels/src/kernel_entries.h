@@ -41,6 +41,8 @@ int nk_pad_backward_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 /* pooling and upsampling */
 
 /* normalisation */
+int nk_norm_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+int nk_norm_backward_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 
 /* attention */
 

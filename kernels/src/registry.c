@@ -44,6 +44,8 @@ static const struct {
     /* pooling and upsampling */
 
     /* normalisation */
+    {NK_KERNEL_NORM, "norm", nk_norm_kernel},
+    {NK_KERNEL_NORM_BACKWARD, "norm_backward", nk_norm_backward_kernel},
 
     /* attention */
 
@@ -98,6 +100,7 @@ NK_PARAMS_FIT(nk_unique_rows_params);
 /* pooling and upsampling */
 
 /* normalisation */
+NK_PARAMS_FIT(nk_norm_params);
 
 /* attention */
 
