@@ -28,6 +28,8 @@ def native():
 
 
 def tol(dtype):
+    if not dtype.is_floating_point:
+        return dict(rtol=0, atol=0)
     return {torch.bfloat16: dict(rtol=4e-2, atol=4e-2), torch.float16: dict(rtol=5e-3, atol=5e-3),
             torch.float32: dict(rtol=2e-5, atol=2e-5), torch.float64: dict(rtol=1e-10, atol=1e-10)}[dtype]
 
@@ -129,7 +131,9 @@ def test_layer_norm_errors():
 
 def test_layer_norm_large_offset_is_stable():
     x = torch.randn(4, 256, dtype=torch.float64) + 1e4
-    same(F.layer_norm(x.float().to(D), [256]), F.layer_norm(x, [256]).float(), scale=50)
+    # float32 keeps the mean to an ulp of 1e4 (1e-3), as ATen's float32 CPU
+    # code does; a one-pass sum of squares would lose everything here
+    same(F.layer_norm(x.float().to(D), [256]), F.layer_norm(x, [256]).float(), scale=200)
 
 
 # -------------------------------------------------------------------- rms norm
@@ -200,9 +204,9 @@ def test_batch_norm_mixed(dtype, training):
     same(dev[3], rm)
     same(dev[4], rv)
     g = torch.randn_like(x)
-    gc = torch.native_batch_norm_backward(g, x, w, rm, rv, outs_c[1], outs_c[2], training, 1e-5,
+    gc = torch.ops.aten.native_batch_norm_backward(g, x, w, rm, rv, outs_c[1], outs_c[2], training, 1e-5,
                                           [True, True, True])
-    gd = torch.native_batch_norm_backward(g.to(D), dev[0], dev[1], dev[3], dev[4], outs_d[1],
+    gd = torch.ops.aten.native_batch_norm_backward(g.to(D), dev[0], dev[1], dev[3], dev[4], outs_d[1],
                                           outs_d[2], training, 1e-5, [True, True, True])
     for a, e in zip(gd, gc):
         same(a, e, dtype, scale=4)
@@ -221,8 +225,6 @@ def test_batch_norm_channels_last_and_noncontiguous():
 
 def test_batch_norm_modules_and_stats():
     for m in [torch.nn.BatchNorm1d(6), torch.nn.BatchNorm2d(6), torch.nn.BatchNorm3d(6)]:
-        md = torch.nn.BatchNorm2d(6).to(D)
-        md.load_state_dict(m.state_dict())
         md = type(m)(6).to(D)
         md.load_state_dict(m.state_dict())
         shape = {torch.nn.BatchNorm1d: (4, 6, 7), torch.nn.BatchNorm2d: (4, 6, 3, 3),

@@ -24,14 +24,16 @@ static inline double NR_NAME(fold)(const NR_T *acc) {
   return a[0];
 }
 
-/* sum of x */
+/* sum of x, accumulated in double (the mean of data far from 0 stays exact) */
 static double NR_NAME(sum)(const NR_T *x, int64_t n) {
-  NR_T acc[NR_LANES] = {0};
+  double acc[NR_LANES] = {0};
   int64_t i = 0;
   for (; i + NR_LANES <= n; i += NR_LANES)
-    for (int k = 0; k < NR_LANES; k++) acc[k] += x[i + k];
-  for (int k = 0; i < n; i++, k++) acc[k] += x[i];
-  return NR_NAME(fold)(acc);
+    for (int k = 0; k < NR_LANES; k++) acc[k] += (double)x[i + k];
+  for (int k = 0; i < n; i++, k++) acc[k] += (double)x[i];
+  for (int w = NR_LANES / 2; w > 0; w /= 2)
+    for (int k = 0; k < w; k++) acc[k] += acc[k + w];
+  return acc[0];
 }
 
 /* sum of (x - m)^2 */

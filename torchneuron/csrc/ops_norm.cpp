@@ -316,8 +316,8 @@ void batch_norm_into(const Tensor& input, const Tensor& weight, const Tensor& bi
   describe_vec(save_invstd, task.operand(2));
   const Tensor W = weight.defined() ? weight.contiguous() : weight;
   const Tensor B = bias.defined() ? bias.contiguous() : bias;
-  describe_opt(W, task.operand(4));
-  describe_opt(B, task.operand(5));
+  describe_vec(W, task.operand(4));
+  describe_vec(B, task.operand(5));
   Tensor rm = running_mean, rv = running_var;
   Tensor rmc = rm.defined() && !rm.is_contiguous() ? rm.contiguous() : rm;
   Tensor rvc = rv.defined() && !rv.is_contiguous() ? rv.contiguous() : rv;
@@ -420,6 +420,25 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> batch_norm_with_update(
   return {out, mean, invstd, reserve};
 }
 
+// CompositeExplicitAutograd in ATen, but its body calls batch_norm_cpu
+// directly: eval-mode statistics (batch statistics when none are given).
+std::tuple<Tensor, Tensor, Tensor, Tensor> batch_norm_no_update(
+    const Tensor& input, const OptTensor& weight, const OptTensor& bias, const OptTensor& running_mean,
+    const OptTensor& running_var, double momentum, double eps) {
+  const Tensor& rm = value_or_undef(running_mean);
+  const Tensor& rv = value_or_undef(running_var);
+  if (!floating_args(input, value_or_undef(weight), value_or_undef(bias), rm, rv)) {
+    auto s = on_cpu("aten::_batch_norm_no_update", "",
+                    {input, weight, bias, running_mean, running_var, momentum, eps});
+    return {s[0].toTensor(), s[1].toTensor(), s[2].toTensor(), s[3].toTensor()};
+  }
+  const bool train = !(rm.defined() && rv.defined());
+  auto [out, mean, invstd] = batch_norm_impl(input, value_or_undef(weight), value_or_undef(bias),
+                                             train ? Tensor() : rm, train ? Tensor() : rv, train,
+                                             momentum, eps);
+  return {out, mean, invstd, at::empty({0}, input.options().dtype(at::kByte))};
+}
+
 Tensor3 batch_norm_backward_impl(const Tensor& dY, const Tensor& input, const Tensor& weight,
                                  const Tensor& running_mean, const Tensor& running_var,
                                  const Tensor& save_mean, const Tensor& save_invstd, bool train,
@@ -452,13 +471,13 @@ Tensor3 batch_norm_backward_impl(const Tensor& dY, const Tensor& input, const Te
     if (dB.defined()) dB.zero_();
     return {dX, dW, dB};
   }
-  describe_opt(dW, task.operand(1));
-  describe_opt(dB, task.operand(2));
+  describe_vec(dW, task.operand(1));
+  describe_vec(dB, task.operand(2));
   const Tensor mc = mean.contiguous(), sc = stat.contiguous();
   const Tensor W = weight.defined() ? weight.contiguous() : weight;
   describe_vec(mc, task.operand(5));
   describe_vec(sc, task.operand(6));
-  describe_opt(W, task.operand(7));
+  describe_vec(W, task.operand(7));
   auto* p = norm_params(task, NK_NORM_BATCH, eps);
   p->training = train;
   launch(input.device().index(), task);
@@ -508,13 +527,13 @@ void launch_rows_backward(const char* name, nk_norm_kind kind, const Tensor& dX,
                           int64_t hw) {
   Task task(NK_KERNEL_NORM_BACKWARD, name, 8);
   describe_rows(dX, M, N, task.operand(0));
-  describe_opt(dW, task.operand(1));
-  describe_opt(dB, task.operand(2));
+  describe_vec(dW, task.operand(1));
+  describe_vec(dB, task.operand(2));
   describe_rows(dY, M, N, task.operand(3));
   describe_rows(X, M, N, task.operand(4));
   describe_vec(mean, task.operand(5));
   describe_vec(rstd, task.operand(6));
-  describe_opt(W, task.operand(7));
+  describe_vec(W, task.operand(7));
   auto* p = norm_params(task, kind, 0.0);
   p->groups = groups;
   p->hw = hw;
@@ -529,8 +548,8 @@ void launch_rows_forward(const char* name, nk_norm_kind kind, const Tensor& Y, c
   describe_vec(mean, task.operand(1));
   describe_vec(rstd, task.operand(2));
   describe_rows(X, R, L, task.operand(3));
-  describe_opt(W, task.operand(4));
-  describe_opt(B, task.operand(5));
+  describe_vec(W, task.operand(4));
+  describe_vec(B, task.operand(5));
   auto* p = norm_params(task, kind, eps);
   p->groups = groups;
   p->hw = hw;
@@ -549,6 +568,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_native_batch_norm_legit", TORCH_FN(native_batch_norm_legit));
   m.impl("_native_batch_norm_legit.no_stats", TORCH_FN(native_batch_norm_legit_no_stats));
   m.impl("_batch_norm_with_update", TORCH_FN(batch_norm_with_update));
+  m.impl("_batch_norm_no_update", TORCH_FN(batch_norm_no_update));
   m.impl("native_batch_norm_backward", TORCH_FN(native_batch_norm_backward));
   m.impl("batch_norm_backward", TORCH_FN(batch_norm_backward));
 }

@@ -56,10 +56,19 @@ void group_norm_backward_kernel(const Tensor& dY, const Tensor& X, const Tensor&
   if (dbeta.defined() && !dBc.is_same(dbeta)) dbeta.copy_(dBc);
 }
 
+// ATen's composite group_norm keeps a channels_last input as it is on any
+// device but cuda, and native_group_norm then demands a contiguous one off
+// the CPU: contiguous here.
+std::tuple<Tensor, Tensor, Tensor> native_group_norm(const Tensor& X, const std::optional<Tensor>& gamma,
+                                                     const std::optional<Tensor>& beta, int64_t N,
+                                                     int64_t C, int64_t HxW, int64_t group, double eps) {
+  return at::native::native_group_norm(X.contiguous(), gamma, beta, N, C, HxW, group, eps);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("native_group_norm", TORCH_FN(at::native::native_group_norm));
+  m.impl("native_group_norm", TORCH_FN(native_group_norm));
   m.impl("native_group_norm_backward", TORCH_FN(at::native::native_group_norm_backward));
 }
 
