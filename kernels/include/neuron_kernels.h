@@ -78,6 +78,8 @@ typedef enum nk_kernel_id {
   NK_KERNEL_UPSAMPLE_BACKWARD, /* grad_in <- adjoint of NK_KERNEL_UPSAMPLE           */
 
   /* normalisation */
+  NK_KERNEL_NORM,          /* layer/rms/group norm over rows, batch norm over channels */
+  NK_KERNEL_NORM_BACKWARD, /* their input, weight and bias gradients            */
 
   /* attention */
   NK_KERNEL_ATTENTION, /* fused scaled-dot-product attention (flash), fwd/bwd */
@@ -771,6 +773,51 @@ typedef struct nk_upsample_params {
 } nk_upsample_params;
 
 /* ---- normalisation ---- */
+/* NK_KERNEL_NORM / NK_KERNEL_NORM_BACKWARD.  An optional operand given as
+ * an empty tensor (numel 0) means None (no weight, no bias, no running
+ * stats, an output not wanted).  Each operand has its own dtype (16-bit
+ * floats compute in float32, float32 and float64 in their own precision,
+ * statistics are accumulated in float64).
+ *
+ * Row kinds (LAYER, RMS, GROUP): x is [R, L]; row r is normalised over its
+ * L elements.  Weight/bias index of element (r, l): LAYER/RMS: l (W = L);
+ * GROUP: (r % groups) * (L / hw) + l / hw (W = channels; rows are
+ * (n, group), hw = HxW).
+ *   forward:  [0] y [R, L], [1] mean [R] (empty for RMS), [2] rstd [R],
+ *             [3] x [R, L], [4] weight [W], [5] bias [W] (empty for RMS)
+ *             y = (x - mean) * rstd * w + b, rstd = 1 / sqrt(var + eps)
+ *             (biased var; RMS: rstd = 1 / sqrt(mean(x^2) + eps), y = x * rstd * w)
+ *   backward: [0] dx [R, L], [1] dweight [W], [2] dbias [W], [3] dy [R, L],
+ *             [4] x, [5] mean [R] (empty for RMS), [6] rstd [R], [7] weight [W]
+ *
+ * BATCH: x is [N, C, S] (S = product of the spatial dims, any strides, so
+ * channels_last too); channel c is normalised over its N * S elements.
+ *   forward:  [0] y, [1] save_mean [C], [2] save_invstd [C], [3] x,
+ *             [4] weight [C], [5] bias [C], [6] running_mean [C],
+ *             [7] running_var [C].  training: batch statistics, saved, and
+ *             the running stats (when given) updated in place:
+ *             r = (1 - momentum) * r + momentum * stat, the variance
+ *             unbiased (N*S/(N*S-1)).  Not training: mean = running_mean,
+ *             invstd = 1 / sqrt(running_var + eps); save_* are empty.
+ *   backward: [0] dx, [1] dweight [C], [2] dbias [C], [3] dy [N, C, S],
+ *             [4] x, [5] mean [C], [6] training ? invstd [C] : running var [C],
+ *             [7] weight [C]. */
+typedef enum nk_norm_kind {
+  NK_NORM_LAYER = 0,
+  NK_NORM_RMS,
+  NK_NORM_GROUP,
+  NK_NORM_BATCH,
+  NK_NORM_KIND_COUNT
+} nk_norm_kind;
+
+typedef struct nk_norm_params {
+  int32_t kind;     /* nk_norm_kind */
+  int32_t training; /* BATCH: batch statistics (forward), invstd given (backward) */
+  int64_t groups;   /* GROUP: groups per sample */
+  int64_t hw;       /* GROUP: elements per channel in a row */
+  double eps;
+  double momentum;  /* BATCH training forward */
+} nk_norm_params;
 
 /* ---- attention ---- */
 /* NK_KERNEL_ATTENTION: softmax(scale * q k^T + mask) v, tiled (online

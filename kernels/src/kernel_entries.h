@@ -46,6 +46,8 @@ int nk_upsample_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 int nk_upsample_backward_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 
 /* normalisation */
+int nk_norm_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+int nk_norm_backward_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 
 /* attention */
 int nk_attention_kernel(const nrt_task *task, nrt_exec_ctx *ctx);

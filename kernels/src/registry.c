@@ -49,6 +49,8 @@ static const struct {
     {NK_KERNEL_UPSAMPLE_BACKWARD, "upsample_backward", nk_upsample_backward_kernel},
 
     /* normalisation */
+    {NK_KERNEL_NORM, "norm", nk_norm_kernel},
+    {NK_KERNEL_NORM_BACKWARD, "norm_backward", nk_norm_backward_kernel},
 
     /* attention */
     {NK_KERNEL_ATTENTION, "attention", nk_attention_kernel},
@@ -116,6 +118,7 @@ NK_PARAMS_FIT(nk_pool_params);
 NK_PARAMS_FIT(nk_upsample_params);
 
 /* normalisation */
+NK_PARAMS_FIT(nk_norm_params);
 
 /* attention */
 NK_PARAMS_FIT(nk_attention_params);

@@ -1,0 +1,147 @@
+"""Normalisation: neuron next to torch CPU, float32.
+
+layer_norm forward and forward+backward (weight and bias, the input's
+gradient too), rms_norm forward and forward+backward, batch_norm (training,
+ResNet-like (32, 256, 28, 28)) forward and forward+backward, group_norm
+forward and forward+backward.  For each case, the median time over
+--repeats runs on the CPU and on neuron (synchronised) in the same process,
+printed as the speed ratio cpu_time / neuron_time (> 1: neuron is faster)
+and as the effective bandwidth of each (the bytes the op must at least read
+and write / time): forward reads x once and writes y once; backward reads x
+and dy and writes dx (weights and statistics are negligible).  The CPU copy
+bandwidth of the same run is printed for scale.  Same threads for both (the
+intra-op pool and the compute pool default to the core count).  Prints a
+table; asserts nothing.  Usage: python bench/norm.py [--repeats N] [--quick]
+"""
+import argparse
+import statistics
+import time
+
+import torch
+import torch.nn.functional as F
+
+import torchneuron  # noqa: F401  (registers the device)
+
+
+def sync(device):
+    if device.type != "cpu":
+        torch.accelerator.synchronize(device)
+
+
+def median_seconds(fn, device, repeats):
+    fn()  # warm up
+    sync(device)
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        sync(device)
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def layer_norm_case(shape, backward):
+    def make(device):
+        g = torch.Generator().manual_seed(0)
+        x = torch.randn(shape, generator=g).to(device).requires_grad_(backward)
+        w = torch.randn(shape[-1], generator=g).to(device).requires_grad_(backward)
+        b = torch.randn(shape[-1], generator=g).to(device).requires_grad_(backward)
+        dy = torch.randn(shape, generator=g).to(device)
+        if not backward:
+            return lambda: F.layer_norm(x, shape[-1:], w, b)
+        return lambda: torch.autograd.grad(F.layer_norm(x, shape[-1:], w, b), (x, w, b), dy)
+    return make
+
+
+def rms_norm_case(shape, backward):
+    def make(device):
+        g = torch.Generator().manual_seed(0)
+        x = torch.randn(shape, generator=g).to(device).requires_grad_(backward)
+        w = torch.randn(shape[-1], generator=g).to(device).requires_grad_(backward)
+        dy = torch.randn(shape, generator=g).to(device)
+        if not backward:
+            return lambda: F.rms_norm(x, shape[-1:], w, 1e-6)
+        return lambda: torch.autograd.grad(F.rms_norm(x, shape[-1:], w, 1e-6), (x, w), dy)
+    return make
+
+
+def batch_norm_case(shape, backward):
+    def make(device):
+        g = torch.Generator().manual_seed(0)
+        C = shape[1]
+        x = torch.randn(shape, generator=g).to(device).requires_grad_(backward)
+        w = torch.randn(C, generator=g).to(device).requires_grad_(backward)
+        b = torch.randn(C, generator=g).to(device).requires_grad_(backward)
+        rm, rv = torch.zeros(C, device=device), torch.ones(C, device=device)
+        dy = torch.randn(shape, generator=g).to(device)
+        f = lambda: F.batch_norm(x, rm, rv, w, b, training=True)  # noqa: E731
+        if not backward:
+            return f
+        return lambda: torch.autograd.grad(f(), (x, w, b), dy)
+    return make
+
+
+def group_norm_case(shape, groups, backward):
+    def make(device):
+        g = torch.Generator().manual_seed(0)
+        C = shape[1]
+        x = torch.randn(shape, generator=g).to(device).requires_grad_(backward)
+        w = torch.randn(C, generator=g).to(device).requires_grad_(backward)
+        b = torch.randn(C, generator=g).to(device).requires_grad_(backward)
+        dy = torch.randn(shape, generator=g).to(device)
+        f = lambda: F.group_norm(x, groups, w, b)  # noqa: E731
+        if not backward:
+            return f
+        return lambda: torch.autograd.grad(f(), (x, w, b), dy)
+    return make
+
+
+def cases(quick):
+    ln_shapes = [(4096, 768)] if quick else [(4096, 768), (8192, 1024), (2048, 4096)]
+    bn_shape = (8, 256, 28, 28) if quick else (32, 256, 28, 28)
+    gn_shape = (8, 256, 28, 28) if quick else (32, 256, 28, 28)
+    out = []
+    for s in ln_shapes:
+        n = s[0] * s[1] * 4
+        out.append((f"layer_norm {s}", 2 * n, layer_norm_case(s, False)))
+        out.append((f"layer_norm {s} fwd+bwd", 2 * n + 3 * n, layer_norm_case(s, True)))
+    for s in ln_shapes[:2]:
+        n = s[0] * s[1] * 4
+        out.append((f"rms_norm {s}", 2 * n, rms_norm_case(s, False)))
+        out.append((f"rms_norm {s} fwd+bwd", 2 * n + 3 * n, rms_norm_case(s, True)))
+    n = 4
+    for d in bn_shape:
+        n *= d
+    out.append((f"batch_norm {bn_shape}", 2 * n, batch_norm_case(bn_shape, False)))
+    out.append((f"batch_norm {bn_shape} fwd+bwd", 5 * n, batch_norm_case(bn_shape, True)))
+    out.append((f"group_norm {gn_shape} g=32", 2 * n, group_norm_case(gn_shape, 32, False)))
+    out.append((f"group_norm {gn_shape} g=32 fwd+bwd", 5 * n, group_norm_case(gn_shape, 32, True)))
+    return out
+
+
+def copy_bandwidth(repeats):
+    n = 1 << 24
+    src, dst = torch.randn(n), torch.empty(n)
+    best = min(median_seconds(lambda: dst.copy_(src), torch.device("cpu"), 1) for _ in range(repeats))
+    return 2 * n * 4 / best
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--quick", action="store_true", help="fewer, smaller cases, 3 repeats")
+    args = parser.parse_args()
+    repeats = 3 if args.quick else args.repeats
+    cpu, neuron = torch.device("cpu"), torch.device("neuron")
+    peak = copy_bandwidth(repeats)
+    print(f"float32, {torch.get_num_threads()} threads; CPU copy bandwidth {peak / 1e9:.1f} GB/s")
+    print(f"{'case':<44} {'cpu ms':>8} {'neuron ms':>10} {'speed':>7} {'cpu GB/s':>9} {'neuron GB/s':>12}")
+    for name, nbytes, make in cases(args.quick):
+        t_cpu = median_seconds(make(cpu), cpu, repeats)
+        t_dev = median_seconds(make(neuron), neuron, repeats)
+        print(f"{name:<44} {t_cpu * 1e3:>8.2f} {t_dev * 1e3:>10.2f} {t_cpu / t_dev:>6.2f}x "
+              f"{nbytes / t_cpu / 1e9:>9.1f} {nbytes / t_dev / 1e9:>12.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,312 @@
+/* norm.c — NK_KERNEL_NORM and NK_KERNEL_NORM_BACKWARD: layer norm, RMS
+ * norm, group norm (rows) and batch norm (channels), forward and backward.
+ *
+ * Decisions:
+ *  - Two shapes of work cover every normalisation.  Rows (layer, rms,
+ *    group): each row of [R, L] is normalised over itself; group norm is a
+ *    row per (sample, group) whose affine changes every hw elements.
+ *    Channels (batch; instance norm is batch norm of [1, N*C, S] in ATen's
+ *    composite): channel c of [N, C, S] over its N runs of S elements, any
+ *    strides (channels_last arrives as strides, not a copy).
+ *  - Statistics are two-pass (mean, then the sum of squared deviations from
+ *    it), which is as stable as ATen's CPU Welford and vectorises plainly;
+ *    run sums use 16 lane accumulators added pairwise, and runs/rows/columns
+ *    are combined in float64 in a fixed order.  float16/bfloat16 compute in
+ *    float32 (converted per run into a buffer), float32 in float32, float64
+ *    in float64, as ATen's CPU; mean/rstd/invstd are stored in their
+ *    operand's dtype (float32 for mixed 16-bit input + float32 weight).
+ *  - Work splits over rows (forward, dx), over column blocks with rows in
+ *    order (layer/rms dweight, dbias) and over channels (batch norm), so
+ *    every result is computed by one fixed sequence whatever the number of
+ *    threads.  Group norm's dweight/dbias come from per (n, c) sums saved
+ *    by the row pass, added over n in order (as ATen does).
+ *  - Backward uses the centred sums (sum dy*w and sum dy*w*(x - mean)),
+ *    which loses less than ATen's sum dy*w*x - mean * sum dy*w when the
+ *    mean is large; the formula is ATen's otherwise:
+ *    dx = rstd*dy*w + b*x + c per row (channel).
+ *  - The float32 primitives (norm_rows.h) are compiled three times:
+ *    portable, AVX2 (norm_avx2_f32.c) and AVX-512 (norm_avx512_f32.c), the
+ *    variant picked at run time by nk_cpu_isa(). */
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dtype_convert.h"
+#include "kernel_entries.h"
+#include "nd_iter.h"
+#include "neuron_kernels.h"
+#include "norm_simd.h"
+#include "validate.h"
+
+#define NORM_COLS 256 /* columns per block of the layer-norm weight gradient */
+
+/* ------------------------------------------------- run primitives (C) */
+
+#define NR_T float
+#define NR_NAME(x) pf_##x
+#include "norm_rows.h"
+#undef NR_T
+#undef NR_NAME
+#define NR_T double
+#define NR_NAME(x) pd_##x
+#include "norm_rows.h"
+#undef NR_T
+#undef NR_NAME
+
+static const nk_norm_f32_fns portable_f32 = {pf_sum, pf_sumsq, pf_dsums, pf_apply, pf_dx, pf_colsums};
+
+static const nk_norm_f32_fns *pick_f32(void) {
+  switch (nk_cpu_isa()) {
+  case NK_ISA_AVX512: return &nk_norm_avx512_f32;
+  case NK_ISA_AVX2: return &nk_norm_avx2_f32;
+  default: return &portable_f32;
+  }
+}
+
+/* ---------------------------------------------------------------- plan */
+
+typedef struct norm_plan {
+  nk_norm_params prm;
+  const nrt_operand *o;
+  int64_t R, L, W; /* rows: R x L, W weights; channels: W = C */
+  void *w, *b;     /* weight, bias as the compute type (NULL: none) */
+  double *scratch; /* group backward: per (n, c) sums */
+  const nk_norm_f32_fns *f;
+  atomic_int oom;
+} norm_plan;
+
+/* ------------------------------------------------------ the two walks */
+
+#define NI_T float
+#define NI_DT NRT_FLOAT32
+#define NI(x) f32_##x
+#define NI_F(fn) p->f->fn
+#define NI_LOAD(t, q) nk_load_f32(t, q)
+#define NI_STORE(t, q, v) nk_store_f32(t, q, v)
+#include "norm_impl.h"
+#undef NI_T
+#undef NI_DT
+#undef NI
+#undef NI_F
+#undef NI_LOAD
+#undef NI_STORE
+#define NI_T double
+#define NI_DT NRT_FLOAT64
+#define NI(x) f64_##x
+#define NI_F(fn) pd_##fn
+#define NI_LOAD(t, q) nk_load_f64(t, q)
+#define NI_STORE(t, q, v) nk_store_f64(t, q, v)
+#include "norm_impl.h"
+
+/* ---------------------------------------------------------- validation */
+
+static int64_t numel_of(const nrt_operand *o) {
+  int64_t n = 1;
+  for (int d = 0; d < o->ndim; d++) n *= o->sizes[d];
+  return n;
+}
+
+/* a 1-d operand of n elements, or empty (= None) when `optional` */
+static int check_vec(nrt_exec_ctx *ctx, const char *what, const nrt_operand *o, int k, int64_t n,
+                     int optional, const char *role) {
+  if (o->ndim == 1 && (o->sizes[0] == n || (optional && o->sizes[0] == 0))) return 0;
+  nrt_exec_fail(ctx, "%s: operand %d (%s) must be 1-d of %lld elements%s", what, k, role,
+                (long long)n, optional ? " or empty" : "");
+  return -1;
+}
+
+static int same_shape(const nrt_operand *a, const nrt_operand *b) {
+  if (a->ndim != b->ndim) return 0;
+  for (int d = 0; d < a->ndim; d++)
+    if (a->sizes[d] != b->sizes[d]) return 0;
+  return 1;
+}
+
+/* every operand floating; x-shaped operands match; vectors sized.  roles:
+ * 'x' the data shape (or empty when optional), 'r' a per-row/channel vector,
+ * 'w' a per-weight vector; upper case = may be empty. */
+static int check_plan(const nrt_task *task, nrt_exec_ctx *ctx, const char *what, const char *roles,
+                      int xi, norm_plan *p) {
+  const int n = (int)strlen(roles);
+  if (nk_check_operands(task, ctx, what, n)) return -1;
+  const nrt_operand *o = task->operands;
+  const nrt_operand *x = &o[xi];
+  const int batch = p->prm.kind == NK_NORM_BATCH;
+  if (x->ndim != (batch ? 3 : 2)) {
+    nrt_exec_fail(ctx, "%s: the input must be %d-d, got %d dims", what, batch ? 3 : 2, (int)x->ndim);
+    return -1;
+  }
+  p->R = batch ? x->sizes[1] : x->sizes[0];
+  p->L = batch ? x->sizes[0] * x->sizes[2] : x->sizes[1];
+  p->W = batch ? x->sizes[1] : x->sizes[1];
+  if (p->prm.kind == NK_NORM_GROUP) {
+    if (p->prm.groups <= 0 || p->prm.hw <= 0 || p->L % p->prm.hw != 0) {
+      nrt_exec_fail(ctx, "%s: bad group layout (groups %lld, hw %lld, row %lld)", what,
+                    (long long)p->prm.groups, (long long)p->prm.hw, (long long)p->L);
+      return -1;
+    }
+    p->W = p->prm.groups * (p->L / p->prm.hw);
+  }
+  for (int k = 0; k < n; k++) {
+    if (!nk_dtype_is_floating((nrt_dtype)o[k].dtype)) {
+      nrt_exec_fail(ctx, "%s: operand %d has a non-floating dtype %d", what, k, (int)o[k].dtype);
+      return -1;
+    }
+    const char r = roles[k];
+    const int opt = r >= 'A' && r <= 'Z';
+    switch (r | 0x20) {
+    case 'x':
+      if (!same_shape(&o[k], x) && !(opt && numel_of(&o[k]) == 0)) {
+        nrt_exec_fail(ctx, "%s: operand %d must have the input's shape", what, k);
+        return -1;
+      }
+      break;
+    case 'r':
+      if (check_vec(ctx, what, &o[k], k, p->R, opt, batch ? "per channel" : "per row")) return -1;
+      break;
+    default:
+      if (check_vec(ctx, what, &o[k], k, p->W, opt, "per weight")) return -1;
+      break;
+    }
+  }
+  return 0;
+}
+
+/* an optional per-weight operand as a compute-type array (NULL if empty) */
+static int convert_vec(nrt_exec_ctx *ctx, const nrt_operand *o, int dbl, void **out) {
+  *out = NULL;
+  if (o->sizes[0] == 0) return 0;
+  const int64_t n = o->sizes[0];
+  void *v = malloc((size_t)n * (dbl ? sizeof(double) : sizeof(float)));
+  if (!v) {
+    nrt_exec_fail(ctx, "out of memory");
+    return -1;
+  }
+  for (int64_t i = 0; i < n; i++) {
+    const char *q = (const char *)o->data + i * o->strides[0];
+    if (dbl) ((double *)v)[i] = nk_load_f64((nrt_dtype)o->dtype, q);
+    else ((float *)v)[i] = nk_load_f32((nrt_dtype)o->dtype, q);
+  }
+  *out = v;
+  return 0;
+}
+
+static int64_t grain_for(int64_t per_item) {
+  return per_item > 0 && NK_GRAIN_ELEMENTWISE / per_item > 0 ? NK_GRAIN_ELEMENTWISE / per_item : 1;
+}
+
+static int finish(norm_plan *p, nrt_exec_ctx *ctx, const char *what) {
+  free(p->w);
+  free(p->b);
+  free(p->scratch);
+  if (atomic_load(&p->oom)) {
+    nrt_exec_fail(ctx, "%s: out of memory", what);
+    return -1;
+  }
+  return 0;
+}
+
+static int plan_params(const nrt_task *task, nrt_exec_ctx *ctx, const char *what, norm_plan *p) {
+  p->prm = *(const nk_norm_params *)task->params;
+  p->o = task->operands;
+  p->f = pick_f32();
+  atomic_init(&p->oom, 0);
+  if (p->prm.kind < 0 || p->prm.kind >= NK_NORM_KIND_COUNT) {
+    nrt_exec_fail(ctx, "%s: invalid kind %d", what, (int)p->prm.kind);
+    return -1;
+  }
+  return 0;
+}
+
+int nk_norm_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
+  norm_plan p = {0};
+  if (plan_params(task, ctx, "norm", &p)) return -1;
+  const int batch = p.prm.kind == NK_NORM_BATCH;
+  /* y, mean, rstd, x, weight, bias[, running_mean, running_var] */
+  if (check_plan(task, ctx, "norm", batch ? "xRRxWWWW" : "xRRxWW", 3, &p)) return -1;
+  const nrt_operand *o = task->operands;
+  const int dbl = o[3].dtype == NRT_FLOAT64;
+  if (batch && !p.prm.training && (o[6].sizes[0] == 0 || o[7].sizes[0] == 0) && p.R > 0) {
+    nrt_exec_fail(ctx, "norm: running_mean and running_var must be given when not training");
+    return -1;
+  }
+  if (p.R == 0) return 0;
+  if (p.L == 0) {
+    /* no elements per row: mean 0, rstd NaN, as ATen's CPU */
+    if (batch) {
+      nrt_exec_fail(ctx, "norm: batch norm of a channel with no elements");
+      return -1;
+    }
+    for (int64_t r = 0; r < p.R; r++) {
+      if (o[1].sizes[0]) nk_store_f64((nrt_dtype)o[1].dtype, (char *)o[1].data + r * o[1].strides[0], 0.0);
+      if (o[2].sizes[0]) nk_store_f64((nrt_dtype)o[2].dtype, (char *)o[2].data + r * o[2].strides[0], NAN);
+    }
+    return 0;
+  }
+  if (convert_vec(ctx, &o[4], dbl, &p.w) || convert_vec(ctx, &o[5], dbl, &p.b)) return finish(&p, ctx, "norm"), -1;
+  if (batch) {
+    const int64_t per = o[3].sizes[0] * o[3].sizes[2] * (p.prm.training ? 3 : 1);
+    nk_parallel_for(p.R, grain_for(per), dbl ? f64_channels_forward : f32_channels_forward, &p);
+  } else {
+    nk_parallel_for(p.R, grain_for(p.L), dbl ? f64_rows_forward : f32_rows_forward, &p);
+  }
+  return finish(&p, ctx, "norm");
+}
+
+int nk_norm_backward_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
+  norm_plan p = {0};
+  if (plan_params(task, ctx, "norm_backward", &p)) return -1;
+  const int batch = p.prm.kind == NK_NORM_BATCH, rms = p.prm.kind == NK_NORM_RMS;
+  /* dx, dweight, dbias, dy, x, mean, rstd, weight */
+  if (check_plan(task, ctx, "norm_backward", rms ? "XWWxxRrW" : "XWWxxrrW", 4, &p)) return -1;
+  const nrt_operand *o = task->operands;
+  const int dbl = o[4].dtype == NRT_FLOAT64;
+  if (p.R == 0) return 0;
+  if (p.L == 0) {
+    /* no elements: zero gradients of the weights (dx is empty) */
+    if (!batch) {
+      for (int k = 1; k <= 2; k++)
+        for (int64_t j = 0; j < o[k].sizes[0]; j++)
+          nk_store_f64((nrt_dtype)o[k].dtype, (char *)o[k].data + j * o[k].strides[0], 0.0);
+      return 0;
+    }
+    nrt_exec_fail(ctx, "norm_backward: batch norm of a channel with no elements");
+    return -1;
+  }
+  if (convert_vec(ctx, &o[7], dbl, &p.w)) return finish(&p, ctx, "norm_backward"), -1;
+  if (batch) {
+    nk_parallel_for(p.R, grain_for(o[4].sizes[0] * o[4].sizes[2] * 2),
+                    dbl ? f64_channels_backward : f32_channels_backward, &p);
+    return finish(&p, ctx, "norm_backward");
+  }
+  const int want_w = o[1].sizes[0] || o[2].sizes[0];
+  if (p.prm.kind == NK_NORM_GROUP && want_w) {
+    p.scratch = malloc((size_t)(2 * p.R * (p.L / p.prm.hw)) * sizeof(double));
+    if (!p.scratch) {
+      nrt_exec_fail(ctx, "norm_backward: out of memory");
+      return finish(&p, ctx, "norm_backward"), -1;
+    }
+  }
+  nk_parallel_for(p.R, grain_for(p.L), dbl ? f64_rows_backward : f32_rows_backward, &p);
+  if (want_w && p.prm.kind == NK_NORM_GROUP && !atomic_load(&p.oom)) {
+    /* dweight[c] = sum_n s2[n, c] * rstd[n, g], dbias[c] = sum_n s1[n, c] */
+    const int64_t C = p.W, G = p.prm.groups, cg = C / G, N = p.R / G;
+    const nrt_operand *ro = &o[6];
+    for (int64_t c = 0; c < C; c++) {
+      double gw = 0, gb = 0;
+      for (int64_t n = 0; n < N; n++) {
+        const double rs = nk_load_f64((nrt_dtype)ro->dtype,
+                                      (const char *)ro->data + (n * G + c / cg) * ro->strides[0]);
+        gw += p.scratch[2 * (n * C + c) + 1] * rs;
+        gb += p.scratch[2 * (n * C + c)];
+      }
+      if (o[1].sizes[0]) nk_store_f64((nrt_dtype)o[1].dtype, (char *)o[1].data + c * o[1].strides[0], gw);
+      if (o[2].sizes[0]) nk_store_f64((nrt_dtype)o[2].dtype, (char *)o[2].data + c * o[2].strides[0], gb);
+    }
+  } else if (want_w) {
+    nk_parallel_for((p.L + NORM_COLS - 1) / NORM_COLS, grain_for(p.R * NORM_COLS),
+                    dbl ? f64_cols_backward : f32_cols_backward, &p);
+  }
+  return finish(&p, ctx, "norm_backward");
+}

@@ -1,0 +1,23 @@
+/* norm_simd.h — the float32 run primitives of the normalisation kernels
+ * (norm_rows.h) per ISA, chosen at run time (norm.c). */
+#ifndef NK_NORM_SIMD_H
+#define NK_NORM_SIMD_H
+
+#include <stdint.h>
+
+typedef struct nk_norm_f32_fns {
+  double (*sum)(const float *x, int64_t n);
+  double (*sumsq)(const float *x, int64_t n, float m);
+  void (*dsums)(const float *dy, const float *x, const float *w, int64_t n, float m, double *s1,
+                double *s2);
+  void (*apply)(float *y, const float *x, int64_t n, float scale, float shift, const float *w,
+                const float *b);
+  void (*dx)(float *dx, const float *dy, const float *x, const float *w, int64_t n, float a, float b,
+             float c);
+  void (*colsums)(double *gw, double *gb, const float *dy, const float *x, int64_t n, float m, float r);
+} nk_norm_f32_fns;
+
+extern const nk_norm_f32_fns nk_norm_avx2_f32;
+extern const nk_norm_f32_fns nk_norm_avx512_f32;
+
+#endif /* NK_NORM_SIMD_H */
