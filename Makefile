@@ -56,9 +56,14 @@ conformance: build
 demo: build
 	$(VPY) examples/demo.py
 
+# Neuron vs torch CPU, side by side in one run; BENCH_ARGS=--quick for a
+# short pass of the dense-compute ones (issue 4's tables).
+BENCH_ARGS ?=
 bench: build
 	$(VPY) bench/overhead.py
 	$(VPY) bench/elementwise.py
+	$(VPY) bench/peak.py
+	for b in gemm conv attention norm loss; do $(VPY) bench/$$b.py $(BENCH_ARGS) || exit 1; done
 
 clean:
 	rm -rf build

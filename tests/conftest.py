@@ -26,6 +26,20 @@ import torchneuron  # noqa: E402,F401  (autoload is tested in a subprocess)
 DEFAULT_DEVICE_COUNT = 2
 DEFAULT_HBM_BYTES = 16 * 2**30
 
+# Ops with a CPU kernel that will never get a neuron one: the fallback tests
+# use them, so they do not change meaning as ATen ops become native.  The
+# source is also run in the child interpreters of run_python.
+CPU_ONLY_OPS = """
+import torch
+if not hasattr(torch.ops.cpu_only, "double_it"):
+    _cpu_only_lib = torch.library.Library("cpu_only", "DEF")
+    for _name, _fn in (("double_it", lambda x: x * 2), ("square_it", lambda x: x * x),
+                       ("negate_it", lambda x: -x)):
+        _cpu_only_lib.define(_name + "(Tensor x) -> Tensor")
+        _cpu_only_lib.impl(_name, _fn, "CPU")
+"""
+exec(CPU_ONLY_OPS)
+
 
 def run_python(code, env=None, timeout=120):
     """Runs `code` in a fresh interpreter with os.environ updated by `env`

@@ -172,8 +172,11 @@ typedef struct gemm_plan {
   nrt_operand out, a, b;     /* 3-d: (batch, rows, cols) */
   nk_scalar alpha, beta;
   int direct;                /* out is the compute type with unit column stride */
-  char one[8], zero[8];      /* 1 and 0 in the compute type */
-  char alpha_c[8], beta_c[8];/* alpha, beta in the compute type */
+  /* Read through (const double *) / (const int64_t *) by the micro-kernels
+   * and merge_tile, so they need 8-byte alignment: after `int direct` a
+   * plain char array sits at offset 4 mod 8 (a misaligned load, UBSan). */
+  _Alignas(8) char one[8], zero[8];       /* 1 and 0 in the compute type */
+  _Alignas(8) char alpha_c[8], beta_c[8]; /* alpha, beta in the compute type */
 } gemm_plan;
 
 static void set_compute(nk_class cls, char *dst, nk_scalar v) {
