@@ -38,8 +38,9 @@ def check(fn, *cpu_args, dtype=torch.float32, grad_args=(0,), **kw):
     dev = [a.detach().to(DEV).requires_grad_(i in grad_args) if isinstance(a, torch.Tensor) and
            a.is_floating_point() else (a.to(DEV) if isinstance(a, torch.Tensor) else a)
            for i, a in enumerate(cpu_args)]
+    dev_kw = {k: v.to(DEV) if isinstance(v, torch.Tensor) else v for k, v in kw.items()}
     want = fn(*cpu, **kw)
-    got = fn(*dev, **kw)
+    got = fn(*dev, **dev_kw)
     assert got.device.type == "neuron"
     torch.testing.assert_close(got.cpu(), want, equal_nan=True, **tol(dtype))
     if any(i < len(cpu) and isinstance(cpu[i], torch.Tensor) and cpu[i].requires_grad for i in grad_args):
@@ -137,7 +138,7 @@ def test_binary_cross_entropy_noncontiguous():
 # ---------------------------------------------------------------- nll_loss
 
 def logp(shape, dtype):
-    return torch.randn(*shape).log_softmax(1).to(dtype)
+    return torch.randn(*shape).log_softmax(0 if len(shape) == 1 else 1).to(dtype)
 
 
 def targets(shape, n_classes, ignore=None):
