@@ -180,7 +180,9 @@ def test_nll_loss_noncontiguous_and_uint8_targets():
     check(F.nll_loss, x, t, reduction="none")
     check(F.nll_loss, x, t)
     xs = logp((2, 3, 4, 5), torch.float32).permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2)
-    check(F.nll_loss, xs, targets((2, 4, 5), 3), reduction="none")
+    # values only: the CPU's own nll_loss2d backward rejects this channels-last
+    # layout ("grad_input must be contiguous"), so there is no CPU gradient to compare
+    check(F.nll_loss, xs, targets((2, 4, 5), 3), grad_args=(), reduction="none")
     xb = logp((4, 6), torch.float32)
     tb = targets((4,), 6).to(torch.uint8)
     want = torch.ops.aten.nll_loss_forward(xb, tb, None, 1, -100)
@@ -302,7 +304,8 @@ def test_multi_margin_loss_errors_match_cpu():
             case("cpu")
         with pytest.raises(type(cpu_err.value)) as dev_err:
             case(DEV)
-        assert str(dev_err.value).split("\n")[0].endswith(str(cpu_err.value).split("\n")[0])
+        # device-side errors arrive asynchronously, wrapped ("NEURON error: aten::op: ... (NRT_...)")
+        assert str(cpu_err.value).split("\n")[0] in str(dev_err.value).split("\n")[0]
     torch.neuron.synchronize()
 
 
