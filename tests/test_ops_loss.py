@@ -38,8 +38,9 @@ def check(fn, *cpu_args, dtype=torch.float32, grad_args=(0,), **kw):
     dev = [a.detach().to(DEV).requires_grad_(i in grad_args) if isinstance(a, torch.Tensor) and
            a.is_floating_point() else (a.to(DEV) if isinstance(a, torch.Tensor) else a)
            for i, a in enumerate(cpu_args)]
+    dev_kw = {k: v.to(DEV) if isinstance(v, torch.Tensor) else v for k, v in kw.items()}
     want = fn(*cpu, **kw)
-    got = fn(*dev, **kw)
+    got = fn(*dev, **dev_kw)
     assert got.device.type == "neuron"
     torch.testing.assert_close(got.cpu(), want, equal_nan=True, **tol(dtype))
     if any(i < len(cpu) and isinstance(cpu[i], torch.Tensor) and cpu[i].requires_grad for i in grad_args):
@@ -137,7 +138,7 @@ def test_binary_cross_entropy_noncontiguous():
 # ---------------------------------------------------------------- nll_loss
 
 def logp(shape, dtype):
-    return torch.randn(*shape).log_softmax(1).to(dtype)
+    return torch.randn(*shape).log_softmax(0 if len(shape) == 1 else 1).to(dtype)
 
 
 def targets(shape, n_classes, ignore=None):
@@ -179,7 +180,9 @@ def test_nll_loss_noncontiguous_and_uint8_targets():
     check(F.nll_loss, x, t, reduction="none")
     check(F.nll_loss, x, t)
     xs = logp((2, 3, 4, 5), torch.float32).permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2)
-    check(F.nll_loss, xs, targets((2, 4, 5), 3), reduction="none")
+    # values only: the CPU's own nll_loss2d backward rejects this channels-last
+    # layout ("grad_input must be contiguous"), so there is no CPU gradient to compare
+    check(F.nll_loss, xs, targets((2, 4, 5), 3), grad_args=(), reduction="none")
     xb = logp((4, 6), torch.float32)
     tb = targets((4,), 6).to(torch.uint8)
     want = torch.ops.aten.nll_loss_forward(xb, tb, None, 1, -100)
@@ -301,7 +304,8 @@ def test_multi_margin_loss_errors_match_cpu():
             case("cpu")
         with pytest.raises(type(cpu_err.value)) as dev_err:
             case(DEV)
-        assert str(dev_err.value).split("\n")[0].endswith(str(cpu_err.value).split("\n")[0])
+        # device-side errors arrive asynchronously, wrapped ("NEURON error: aten::op: ... (NRT_...)")
+        assert str(cpu_err.value).split("\n")[0] in str(dev_err.value).split("\n")[0]
     torch.neuron.synchronize()
 
 

@@ -158,7 +158,8 @@ static void same_f64_loop(void *ctx, int64_t n, char *const *data, const int64_t
  * class (float or double), the result rounded on store to out's dtype. */
 typedef struct mixed_ctx {
   loss_plan *p;
-  int dbl; /* compute class double */
+  int dbl;           /* compute class double */
+  nrt_dtype compute; /* float16/bfloat16: mse rounds the difference first, like ATen CPU */
 } mixed_ctx;
 
 static void mixed_loop(void *ctx, int64_t n, char *const *data, const int64_t *s) {
@@ -175,6 +176,12 @@ static void mixed_loop(void *ctx, int64_t n, char *const *data, const int64_t *s
                    loss_f64(p->op, nk_load_f64(p->t[1], a), nk_load_f64(p->t[2], b), g, p->p0, p->p1, &bad));
     } else {
       float g = back ? nk_load_f32(p->t[3], data[3] + i * s[3]) : 0.0f;
+      if (p->op == NK_LOSS_MSE && (m->compute == NRT_FLOAT16 || m->compute == NRT_BFLOAT16)) {
+        /* ATen CPU: diff = a - b in scalar_t (rounded), then diff * diff rounded */
+        float d = nk_round_f32(m->compute, nk_load_f32(p->t[1], a) - nk_load_f32(p->t[2], b));
+        nk_store_f32(p->t[0], o, d * d);
+        continue;
+      }
       nk_store_f32(p->t[0], o,
                    loss_f32(p->op, nk_load_f32(p->t[1], a), nk_load_f32(p->t[2], b), g, p->p0f, p->p1f, &bad));
     }
@@ -228,7 +235,7 @@ int nk_loss_pointwise_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
   } else if (same && compute == NRT_FLOAT64) {
     nk_for_each(task->operands, n_ops, same_f64_loop, &p);
   } else {
-    mixed_ctx m = {&p, compute == NRT_FLOAT64};
+    mixed_ctx m = {&p, compute == NRT_FLOAT64, compute};
     nk_for_each(task->operands, n_ops, mixed_loop, &m);
   }
   if (atomic_load(&p.bad)) {

@@ -2224,7 +2224,7 @@ static T SP(chebyshev_polynomial_t_forward)(T x, int64_t n) {
     T r = x;
 
     for (int64_t k = 2; (k <= n) && !isnan(q); k++) {
-        r = (x + x) * q - p;
+        r = fma(x + x, q, -p);
         p = q;
         q = r;
     }
@@ -2262,10 +2262,10 @@ static T SP(chebyshev_polynomial_u_forward)(T x, int64_t n) {
 
     T p = ((T)(1.0));
     T q = x + x;
-    T r;
+    T r = q; /* ATen leaves r uninitialized when the loop is skipped (x NaN): NaN here */
 
     for (int64_t k = 2; (k <= n) && !isnan(q); k++) {
-        r = (x + x) * q - p;
+        r = fma(x + x, q, -p);
         p = q;
         q = r;
     }
@@ -2311,10 +2311,10 @@ static T SP(chebyshev_polynomial_v_forward)(T x, int64_t n) {
 
     T p = ((T)(1.0));
     T q = x + x - ((T)(1.0));
-    T r;
+    T r = q; /* ATen leaves r uninitialized when the loop is skipped (x NaN): NaN here */
 
     for (int64_t k = 2; (k <= n) && !isnan(q); k++) {
-        r = (x + x) * q - p;
+        r = fma(x + x, q, -p);
         p = q;
         q = r;
     }
@@ -2364,10 +2364,10 @@ static T SP(chebyshev_polynomial_w_forward)(T x, int64_t n) {
 
     T p = ((T)(1.0));
     T q = x + x + ((T)(1.0));
-    T r;
+    T r = q; /* ATen leaves r uninitialized when the loop is skipped (x NaN): NaN here */
 
     for (int64_t k = 2; (k <= n) && !isnan(q); k++) {
-        r = (x + x) * q - p;
+        r = fma(x + x, q, -p);
         p = q;
         q = r;
     }
@@ -2397,7 +2397,7 @@ static T SP(hermite_polynomial_h_forward)(T x, int64_t n) {
     T r = ((T)(0.0));
 
     for (int64_t k = 2; k < n + n; k += 2) {
-        r = (x + x) * q - k * p;
+        r = fma(x + x, q, -(k * p));
         p = q;
         q = r;
     }
@@ -2426,10 +2426,10 @@ static T SP(hermite_polynomial_he_forward)(T x, int64_t n) {
 
     T p = ((T)(1.0));
     T q = x;
-    T r;
+    T r = q; /* ATen leaves r uninitialized when the loop is skipped (x NaN): NaN here */
 
     for (int64_t k = 1; k < n; k++) {
-        r = x * q - k * p;
+        r = fma(x, q, -(k * p));
         p = q;
         q = r;
     }
@@ -2455,10 +2455,10 @@ static T SP(laguerre_polynomial_l_forward)(T x, int64_t n) {
 
     T p = ((T)(1.0));
     T q = ((T)(1.0)) - x;
-    T r;
+    T r = q; /* ATen leaves r uninitialized when the loop is skipped (x NaN): NaN here */
 
     for (int64_t k = 1; (k < n) && !isnan(q); k++) {
-        r = (((k + k) + (((T)(1.0)) - x)) * q - k * p) / (k + 1);
+        r = fma((k + k) + (((T)(1.0)) - x), q, -(k * p)) / (k + 1);
         p = q;
         q = r;
     }
@@ -2488,10 +2488,10 @@ static T SP(legendre_polynomial_p_forward)(T x, int64_t n) {
 
     T p = ((T)(1.0));
     T q = x;
-    T r;
+    T r = q; /* ATen leaves r uninitialized when the loop is skipped (x NaN): NaN here */
 
     for (int64_t k = 1; (k < n) && !isnan(q); k++) {
-        r = ((k + k + 1) * x * q - k * p) / (k + 1);
+        r = fma((k + k + 1) * x, q, -(k * p)) / (k + 1);
         p = q;
         q = r;
     }
@@ -3018,10 +3018,10 @@ static T SP(shifted_chebyshev_polynomial_t_forward)(T x, int64_t n) {
 
     T p = ((T)(1.0));
     T q = x + x - ((T)(1.0));
-    T r;
+    T r = q; /* ATen leaves r uninitialized when the loop is skipped (x NaN): NaN here */
 
     for (int64_t k = 2; (k <= n) && !isnan(q); k++) {
-        r = (x + x - ((T)(1.0)) + (x + x - ((T)(1.0)))) * q - p;
+        r = fma(x + x - ((T)(1.0)) + (x + x - ((T)(1.0))), q, -p);
         p = q;
         q = r;
     }
@@ -3063,10 +3063,10 @@ static T SP(shifted_chebyshev_polynomial_u_forward)(T x, int64_t n) {
 
     T p = ((T)(1.0));
     T q = x + x - ((T)(1.0)) + (x + x - ((T)(1.0)));
-    T r;
+    T r = q; /* ATen leaves r uninitialized when the loop is skipped (x NaN): NaN here */
 
     for (int64_t k = 2; (k <= n) && !isnan(q); k++) {
-        r = (x + x - ((T)(1.0)) + (x + x - ((T)(1.0)))) * q - p;
+        r = fma(x + x - ((T)(1.0)) + (x + x - ((T)(1.0))), q, -p);
         p = q;
         q = r;
     }
@@ -3112,10 +3112,10 @@ static T SP(shifted_chebyshev_polynomial_v_forward)(T x, int64_t n) {
 
     T p = ((T)(1.0));
     T q = x + x - ((T)(1.0)) + (x + x - ((T)(1.0))) - ((T)(1.0));
-    T r;
+    T r = q; /* ATen leaves r uninitialized when the loop is skipped (x NaN): NaN here */
 
     for (int64_t k = 2; (k <= n) && !isnan(q); k++) {
-        r = (x + x - ((T)(1.0)) + (x + x - ((T)(1.0)))) * q - p;
+        r = fma(x + x - ((T)(1.0)) + (x + x - ((T)(1.0))), q, -p);
         p = q;
         q = r;
     }
@@ -3161,10 +3161,10 @@ static T SP(shifted_chebyshev_polynomial_w_forward)(T x, int64_t n) {
 
     T p = ((T)(1.0));
     T q = x + x - ((T)(1.0)) + (x + x - ((T)(1.0))) + ((T)(1.0));
-    T r;
+    T r = q; /* ATen leaves r uninitialized when the loop is skipped (x NaN): NaN here */
 
     for (int64_t k = 2; (k <= n) && !isnan(q); k++) {
-        r = (x + x - ((T)(1.0)) + (x + x - ((T)(1.0)))) * q - p;
+        r = fma(x + x - ((T)(1.0)) + (x + x - ((T)(1.0))), q, -p);
         p = q;
         q = r;
     }

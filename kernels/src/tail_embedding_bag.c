@@ -132,6 +132,11 @@ static void eb_psw_backward_range(void *arg, int64_t begin, int64_t end, int wor
   }
 }
 
+static int eb_cmp_i64(const void *a, const void *b) {
+  const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
 static int is_index_dtype(int32_t t) { return t == NRT_INT32 || t == NRT_INT64; }
 
 /* every index in [0, V) (or padding) and, for offsets, monotonic within [0, n] */
@@ -253,6 +258,25 @@ int nk_embedding_bag_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
         return -1;
       }
       for (int64_t i = 0; i < j->n; i++) counts[ld_i(idx, i)]++;
+      /* ATen CPU (_embedding_bag_dense_backward_cpu_sum_mean) divides the rows of
+       * the g-th distinct index (ascending) by counts[sorted_indices[g]], not by
+       * their own count; reproduced so gradients match the CPU's exactly. */
+      int64_t *sorted = malloc((size_t)(j->n ? j->n : 1) * sizeof *sorted);
+      int64_t *div = calloc((size_t)(j->V ? j->V : 1), sizeof *div);
+      if (!sorted || !div) {
+        free(sorted);
+        free(div);
+        free(counts);
+        nrt_exec_fail(ctx, "embedding_bag: out of host memory");
+        return -1;
+      }
+      for (int64_t i = 0; i < j->n; i++) sorted[i] = ld_i(idx, i);
+      qsort(sorted, (size_t)j->n, sizeof *sorted, eb_cmp_i64);
+      for (int64_t i = 0, g = 0; i < j->n; i++)
+        if (i == 0 || sorted[i] != sorted[i - 1]) div[sorted[i]] = counts[sorted[g++]];
+      free(sorted);
+      free(counts);
+      counts = div;
       j->counts = counts;
     }
     if (j->D > 0) nk_parallel_for(j->D, 1 + 16384 / (j->n + j->V + 1), eb_dense_backward_range, j);

@@ -677,6 +677,19 @@ static int check_embedding_bag(nrt_dtype wt, nrt_dtype it, int mode, int with_ps
   memset(ref, 0, sizeof ref);
   int64_t freq[V] = {0};
   for (int i = 0; i < N; i++) freq[idx_v[i]]++;
+  {
+    /* ATen CPU's divisor: the g-th distinct index (ascending) gets freq[sorted[g]] */
+    int64_t srt[N], div[V] = {0};
+    for (int i = 0; i < N; i++) {
+      int64_t v = idx_v[i];
+      int k = i;
+      for (; k > 0 && srt[k - 1] > v; k--) srt[k] = srt[k - 1];
+      srt[k] = v;
+    }
+    for (int i = 0, gg = 0; i < N; i++)
+      if (i == 0 || srt[i] != srt[i - 1]) div[srt[i]] = freq[srt[gg++]];
+    for (int r = 0; r < V; r++) freq[r] = div[r];
+  }
   if (mode == NK_EMBAG_MAX) {
     for (int b = 0; b < B; b++)
       for (int d = 0; d < D; d++)

@@ -17,6 +17,7 @@
 // Random ops draw from the neuron generator (Philox, counter based): results
 // depend on the seed and the call sequence only.  native_dropout is
 // bernoulli_(1 - p) into a mask and two multiplications, as ATen's CPU does.
+#include <limits>
 #include <ATen/ExpandUtils.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/BucketizationUtils.h>
@@ -272,7 +273,18 @@ Tensor median_all(const Tensor& self, bool ignore_nan) {
   const char* name = ignore_nan ? "aten::nanmedian" : "aten::median";
   if (!is_native_dtype(self.scalar_type())) return run_on_cpu(name, "", {self}).toTensor();
   Tensor out = at::empty({}, self.options());
-  if (self.numel() <= 0) return out.fill_(NAN);
+  if (self.numel() <= 0) {
+    // ATen CPU stores static_cast<scalar_t>(NAN): on x86 that is the minimum of
+    // a 32/64-bit integer, 0 for narrower ones (converted through int32), true for bool
+    const auto t = self.scalar_type();
+    if (t == at::kBool) return out.fill_(true);
+    if (c10::isIntegralType(t, /*includeBool=*/false)) {
+      if (t == at::kInt) return out.fill_(std::numeric_limits<int32_t>::min());
+      if (t == at::kLong) return out.fill_(std::numeric_limits<int64_t>::min());
+      return out.fill_(0);
+    }
+    return out.fill_(NAN);
+  }
   Tensor idx = at::empty({}, self.options().dtype(at::kLong));
   launch_sort(self.reshape({-1}), out.view({1}), idx.view({1}), 0, false, 1, name,
               ignore_nan ? NK_SORT_NANMEDIAN : NK_SORT_MEDIAN);

@@ -479,6 +479,13 @@ Tensor& logspace_out(const c10::Scalar& start, const c10::Scalar& end, int64_t s
   }
   if (result.numel() != steps) result.resize_({steps});
   if (steps == 0) return result;
+  if (result.dim() != 1 || !result.is_contiguous()) {
+    // like ATen CPU: fill a contiguous 1-d buffer, copy it in result's logical order
+    Tensor tmp = at::empty({steps}, result.options());
+    logspace_out(start, end, steps, base, tmp);
+    result.copy_(tmp.view(result.sizes()));
+    return result;
+  }
   if (steps == 1) {
     result.fill_(std::pow(base, start.to<double>()));
     return result;

@@ -20,7 +20,17 @@
 // what ATen's CPU kernel supports (else ATen's "not implemented" error),
 // describe the iterator's operands and launch one task with the op and up
 // to three scalar parameters.
+#include <ATen/OpMathType.h>
 #include <ATen/TensorIterator.h>
+#include <ATen/ops/abs.h>
+#include <ATen/ops/div.h>
+#include <ATen/ops/full.h>
+#include <ATen/ops/i0.h>
+#include <ATen/ops/mul.h>
+#include <ATen/ops/pow.h>
+#include <ATen/ops/rsub.h>
+#include <ATen/ops/sqrt.h>
+#include <ATen/ops/sub.h>
 #include <ATen/native/Activation.h>
 #include <ATen/native/BinaryOps.h>
 #include <ATen/native/TensorCompare.h>
@@ -553,6 +563,24 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 }  // namespace torchneuron
 
 // The stubs' PrivateUse1 slots.
+namespace torchneuron::stubs {
+// kaiser_window_stub: ATen's kaiser_window fills `iter` (output: the window,
+// input: arange(window_length)) with
+//   i0(beta * sqrt(|1 - ((a - alpha) / alpha)^2|)) / i0(beta),  alpha = (L - 1) / 2,
+// in opmath (float for half/bfloat16). Built from native ops, in the same order
+// and precision as ATen's CPU kernel, so there is no math here.
+static void kaiser_window_stub(at::TensorIteratorBase& iter, const int64_t window_length, const double beta_) {
+  const at::Tensor out = iter.output();
+  const at::ScalarType op_t = at::toOpMathType(out.scalar_type());
+  const at::Tensor a = iter.input().to(op_t);
+  const at::Scalar alpha_s((window_length - 1) / 2.0);  // rounded to opmath by the ops, like ATen
+  const at::Tensor t = at::div(at::sub(a, alpha_s), alpha_s);
+  const at::Tensor w = at::i0(at::mul(at::sqrt(at::abs(at::rsub(at::pow(t, 2.0), 1))), beta_));
+  const at::Tensor den = at::i0(at::full({}, beta_, a.options()));
+  out.copy_(at::div(w, den));
+}
+}  // namespace torchneuron::stubs
+
 namespace at::native {
 #define NEURON_REGISTER_STUB(stub, ...) REGISTER_PRIVATEUSE1_DISPATCH(stub, &torchneuron::stubs::stub)
 NEURON_UNARY_STUBS(NEURON_REGISTER_STUB)
@@ -577,5 +605,6 @@ NEURON_REGISTER_STUB(hardshrink_stub)
 NEURON_REGISTER_STUB(softshrink_stub)
 NEURON_REGISTER_STUB(shrink_backward_stub)
 NEURON_REGISTER_STUB(polygamma_stub)
+NEURON_REGISTER_STUB(kaiser_window_stub)
 #undef NEURON_REGISTER_STUB
 }  // namespace at::native
