@@ -13,28 +13,10 @@ compute pool default to the number of cores).  Prints a table; asserts
 nothing.  Usage: python bench/loss.py [--repeats N] [--quick]
 """
 import argparse
-import statistics
-import time
 
 import torch
 import torch.nn.functional as F
-
-
-def sync(device):
-    if device.type != "cpu":
-        torch.accelerator.synchronize(device)
-
-
-def median_seconds(fn, device, repeats):
-    fn()  # warm up
-    sync(device)
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        sync(device)
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
+from timing import median_seconds, sync
 
 
 def ce_case(rows, classes, dtype, backward):

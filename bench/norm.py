@@ -14,30 +14,12 @@ intra-op pool and the compute pool default to the core count).  Prints a
 table; asserts nothing.  Usage: python bench/norm.py [--repeats N] [--quick]
 """
 import argparse
-import statistics
-import time
 
 import torch
 import torch.nn.functional as F
 
 import torchneuron  # noqa: F401  (registers the device)
-
-
-def sync(device):
-    if device.type != "cpu":
-        torch.accelerator.synchronize(device)
-
-
-def median_seconds(fn, device, repeats):
-    fn()  # warm up
-    sync(device)
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        sync(device)
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
+from timing import median_seconds, sync
 
 
 def layer_norm_case(shape, backward):
