@@ -91,6 +91,8 @@ typedef enum nk_kernel_id {
 
   /* special functions */
 
+  /* optimizer */
+
   /* long tail */
   NK_KERNEL_TAIL_POINTWISE, /* glu, prelu, renorm factor, frexp, cross (nk_tail_op) */
   NK_KERNEL_UNFOLD_BACKWARD, /* grad_input <- sum of unfold's windows over it */
@@ -937,6 +939,8 @@ typedef struct nk_multi_margin_params {
 } nk_multi_margin_params;
 
 /* ---- special functions ---- */
+
+/* ---- optimizer ---- */
 
 /* ---- long tail ---- */
 typedef enum nk_tail_op {

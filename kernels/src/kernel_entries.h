@@ -59,6 +59,8 @@ int nk_multi_margin_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 
 /* special functions */
 
+/* optimizer */
+
 /* long tail */
 int nk_tail_pointwise_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 int nk_unfold_backward_kernel(const nrt_task *task, nrt_exec_ctx *ctx);

@@ -62,6 +62,8 @@ static const struct {
 
     /* special functions */
 
+    /* optimizer */
+
     /* long tail */
     {NK_KERNEL_TAIL_POINTWISE, "tail_pointwise", nk_tail_pointwise_kernel},
     {NK_KERNEL_UNFOLD_BACKWARD, "unfold_backward", nk_unfold_backward_kernel},
@@ -129,6 +131,8 @@ NK_PARAMS_FIT(nk_nll_loss_params);
 NK_PARAMS_FIT(nk_multi_margin_params);
 
 /* special functions */
+
+/* optimizer */
 
 /* long tail */
 NK_PARAMS_FIT(nk_tail_pointwise_params);
