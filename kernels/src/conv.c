@@ -16,14 +16,21 @@
  *    col matrix is larger is cut into column (output position) ranges.
  *    Buffers are malloc'ed per task; failure is an nrt_exec_fail, never a
  *    crash.  A 1x1 kernel with stride 1 and no padding needs no col at all:
- *    the input itself is the GEMM operand.
- *  - The weight gradient accumulates in a float buffer in sample order.  When
- *    dw is big enough for at least 4 GEMM tiles, each sample's product is
- *    added into it directly (beta 1); otherwise a chunk computes one partial
- *    product per sample (parallel over the GEMM batch) and adds the partials
- *    in order.  Either way the result depends on the shapes only, never on
- *    the thread count.  col2im splits work over
- *    (sample, channel) pairs, each walked serially: deterministic too.
+ *    the input itself is the GEMM operand (forward and input gradient).
+ *  - Samples are stacked side by side.  The col buffer of a chunk of nb
+ *    samples is one (CK, nb * L) matrix, so a chunk is one GEMM with nb * L
+ *    columns (forward, input gradient) or nb * L deep (weight gradient)
+ *    instead of nb products of L columns: at ResNet's late layers L is 49
+ *    or 196, and a GEMM that narrow spends its time on edge tiles, packing
+ *    and C updates (0.5x the CPU before this).  The output side (y or dy,
+ *    (N, O, L)) is gathered into / scattered from an (O, nb * L) buffer
+ *    for it, one cheap pass.  Wide samples (L >= 512) forward and input
+ *    gradients skip that pass: per-sample products are wide enough.
+ *  - The weight gradient accumulates in a float buffer, chunk after chunk
+ *    (beta 1), the GEMM summing a chunk's nb * L positions in its fixed
+ *    k-block order: the result depends on the shapes only, never on the
+ *    thread count.  col2im splits work over (sample, channel) pairs, each
+ *    walked serially: deterministic too.
  *  - Depthwise (one input channel per group) has direct kernels: a GEMM
  *    with a handful of rows would spend its time packing.
  *  - float16/bfloat16 operands are widened into float32 working copies and
@@ -64,7 +71,6 @@ typedef struct cview {
   int writeback; /* an output copy that must be stored back */
 } cview;
 
-static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /* Operand dims padded to (A, B, s0, s1, s2). */
 static void padded(const nrt_operand *op, int nd, int64_t sizes[5], int64_t strides[5]) {
@@ -279,14 +285,17 @@ static void col2im_channel(const conv_geom *g, const char *col, int64_t crs, int
 
 /* ------------------------------------------------------------- plan */
 
+enum { STACK_GATHER, STACK_SCATTER, STACK_SCATTER_ADD };
+
 typedef struct conv_job {
   const conv_geom *g;
   nrt_dtype ct;
   int64_t ces;
   cview x, w, y, b; /* roles by mode (x: input side, y: output side) */
   int64_t n0, nb, l0, lc, grp;
-  char *col;     /* nb x ck x lc, contiguous */
-  char *partial; /* nb x og x ck (BACKWARD_WEIGHT) */
+  char *col;     /* ck x (nb * lc): sample b's columns at b * lc */
+  char *ystack;  /* og x (nb * lc): the output side stacked the same way */
+  int stack_dir; /* stack_task: STACK_GATHER, STACK_SCATTER or STACK_SCATTER_ADD */
   char *acc;     /* o x ck (BACKWARD_WEIGHT) */
   const nrt_operand *col_op; /* IM2COL / COL2IM: the col operand */
   cview colv;
@@ -316,7 +325,7 @@ static void im2col_task(void *arg, int64_t begin, int64_t end, int worker) {
     const int64_t b = t / g->ck, r = t % g->ck;
     const char *x = j->x.data + (j->n0 + b) * j->x.sa + j->grp * g->cg * j->x.sb;
     im2col_rows(g, x, j->x.sb, j->x.sp, (size_t)j->ces, r, r + 1, j->l0, j->lc,
-                j->col + (b * g->ck + r) * j->lc * j->ces, j->lc * j->ces, j->ces);
+                j->col + (r * j->nb + b) * j->lc * j->ces, j->nb * j->lc * j->ces, j->ces);
   }
 }
 
@@ -327,8 +336,8 @@ static void col2im_task(void *arg, int64_t begin, int64_t end, int worker) {
   for (int64_t t = begin; t < end; t++) {
     const int64_t b = t / g->cg, c = t % g->cg;
     char *x = j->x.data + (j->n0 + b) * j->x.sa + (j->grp * g->cg + c) * j->x.sb;
-    const char *col = j->col + (b * g->ck + c * g->kprod) * j->lc * j->ces;
-    col2im_channel(g, col, j->lc * j->ces, j->ces, x, j->x.sl, j->ct, j->l0, j->lc);
+    const char *col = j->col + (c * g->kprod * j->nb + b) * j->lc * j->ces;
+    col2im_channel(g, col, j->nb * j->lc * j->ces, j->ces, x, j->x.sl, j->ct, j->l0, j->lc);
   }
 }
 
@@ -371,25 +380,32 @@ static void bias_task(void *arg, int64_t begin, int64_t end, int worker) {
   }
 }
 
-/* acc[grp rows] += sum over b of partial[b], in b order. */
-static void reduce_task(void *arg, int64_t begin, int64_t end, int worker) {
+/* Unit (b, o) of a chunk: row o of ystack at column b * lc <-> y[n0 + b,
+ * grp * og + o, l0 .. l0 + lc).  FORWARD scatters (adding when y holds the
+ * bias: the same single rounding as a GEMM with beta 1), the backward modes
+ * gather dy. */
+static void stack_task(void *arg, int64_t begin, int64_t end, int worker) {
   (void)worker;
   const conv_job *j = arg;
   const conv_geom *g = j->g;
-  const int64_t per = g->og * g->ck;
-  for (int64_t e = begin; e < end; e++) {
-    if (j->ct == NRT_FLOAT64) {
-      double *a = (double *)j->acc + j->grp * per + e;
-      const double *p = (const double *)j->partial + e;
-      double s = *a;
-      for (int64_t b = 0; b < j->nb; b++) s += p[b * per];
-      *a = s;
+  const int64_t ces = j->ces, row = j->nb * j->lc;
+  for (int64_t t = begin; t < end; t++) {
+    const int64_t b = t / g->og, o = t % g->og;
+    char *y = j->y.data + (j->n0 + b) * j->y.sa + (j->grp * g->og + o) * j->y.sb + j->l0 * j->y.sl;
+    char *st = j->ystack + (o * row + b * j->lc) * ces;
+    if (j->stack_dir == STACK_SCATTER_ADD) {
+      for (int64_t l = 0; l < j->lc; l++) {
+        char *p = y + l * j->y.sl;
+        if (j->ct == NRT_FLOAT64) nk_write_f64(p, nk_read_f64(p) + nk_read_f64(st + l * ces));
+        else nk_write_f32(p, nk_read_f32(p) + nk_read_f32(st + l * ces));
+      }
+    } else if (j->y.sl == ces) {
+      if (j->stack_dir == STACK_SCATTER) memcpy(y, st, (size_t)(j->lc * ces));
+      else memcpy(st, y, (size_t)(j->lc * ces));
     } else {
-      float *a = (float *)j->acc + j->grp * per + e;
-      const float *p = (const float *)j->partial + e;
-      float s = *a;
-      for (int64_t b = 0; b < j->nb; b++) s += p[b * per];
-      *a = s;
+      for (int64_t l = 0; l < j->lc; l++)
+        if (j->stack_dir == STACK_SCATTER) memcpy(y + l * j->y.sl, st + l * ces, (size_t)ces);
+        else memcpy(st + l * ces, y + l * j->y.sl, (size_t)ces);
     }
   }
 }
@@ -664,8 +680,10 @@ int nk_conv_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
 
   /* -------- convolution */
   cview *xv = &j.x, *yv = &j.y, *wv = &j.w;
-  const int direct = g.kprod == 1 && g.s[0] == 1 && g.s[1] == 1 && g.s[2] == 1 && g.p[0] == 0 &&
-                     g.p[1] == 0 && g.p[2] == 0;
+  /* 1x1, stride 1, no padding: x itself is the GEMM operand, no col.  Not
+   * for the weight gradient, which stacks samples through the col buffer. */
+  const int use_direct = mode != NK_CONV_BACKWARD_WEIGHT && g.kprod == 1 && g.s[0] == 1 &&
+                         g.s[1] == 1 && g.s[2] == 1 && g.p[0] == 0 && g.p[1] == 0 && g.p[2] == 0;
   const int depthwise = g.cg == 1 && g.groups > 1;
   if (depthwise) {
     /* direct kernels: any strides, no flattening needed (weight flat per o) */
@@ -693,13 +711,13 @@ int nk_conv_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
 
   /* views: GEMM operands must flatten; the im2col source need not */
   if (mode == NK_CONV_FORWARD) {
-    if (view_make(ctx, xo, nd, ct, direct, 2, 0, 0, xv)) return -1;
+    if (view_make(ctx, xo, nd, ct, use_direct, 2, 0, 0, xv)) return -1;
     if (view_make(ctx, yo, nd, ct, 1, 2, 1, 0, yv)) goto out_x;
   } else if (mode == NK_CONV_BACKWARD_INPUT) {
     if (view_make(ctx, xo, nd, ct, 1, 2, 1, 0, xv)) return -1;
     if (view_make(ctx, yo, nd, ct, 1, 2, 0, 0, yv)) goto out_x;
   } else {
-    if (view_make(ctx, xo, nd, ct, direct, 2, 0, 0, xv)) return -1;
+    if (view_make(ctx, xo, nd, ct, use_direct, 2, 0, 0, xv)) return -1;
     if (view_make(ctx, yo, nd, ct, 1, 2, 0, 0, yv)) goto out_x;
   }
   if (view_make(ctx, wo, nd, ct, 1, 1, mode == NK_CONV_BACKWARD_WEIGHT, 0, wv)) goto out_y;
@@ -711,25 +729,21 @@ int nk_conv_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
     if (view_make(ctx, &b3, 1, ct, 0, 2, 0, 0, &j.b)) goto out_w;
   }
 
-  /* The weight gradient's per-sample partials pay off only when dw is too
-   * small to split into several GEMM tiles (a shape rule, so results never
-   * depend on the thread count). */
-  const int accumulate_direct = mode == NK_CONV_BACKWARD_WEIGHT && ceil_div(g.og, 96) * ceil_div(g.ck, 1024) >= 4;
   int64_t nb, lc;
-  plan_chunks(&g, mode == NK_CONV_BACKWARD_WEIGHT && !accumulate_direct ? g.og * g.ck : 0, &nb, &lc);
-  if (!direct && g.n && g.lprod) {
+  plan_chunks(&g, use_direct ? 0 : g.og * g.lprod, &nb, &lc);
+  if (!use_direct && g.n && g.lprod) {
     j.col = malloc((size_t)(nb * g.ck * lc * ces + ces));
-    if (!j.col) {
+    j.ystack = nb > 1 ? malloc((size_t)(nb * g.og * lc * ces + ces)) : NULL;
+    if (!j.col || (nb > 1 && !j.ystack)) {
       nrt_exec_fail(ctx, "conv: out of host memory for a col buffer of %lld elements",
-                    (long long)(nb * g.ck * lc));
+                    (long long)(nb * (g.ck + g.og) * lc));
       goto out_all;
     }
   }
   if (mode == NK_CONV_BACKWARD_WEIGHT) {
     j.acc = calloc((size_t)(g.o * g.ck + 1), (size_t)ces);
-    j.partial = malloc((size_t)((accumulate_direct ? 0 : nb * g.og * g.ck) + 1) * (size_t)ces);
-    if (!j.acc || !j.partial) {
-      nrt_exec_fail(ctx, "conv: out of host memory for weight-gradient partials");
+    if (!j.acc) {
+      nrt_exec_fail(ctx, "conv: out of host memory for the weight-gradient accumulator");
       goto out_all;
     }
   }
@@ -737,7 +751,7 @@ int nk_conv_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
     /* y <- bias (or nothing: beta 0), then y += w @ col */
     if (bo) nk_parallel_for(g.n * g.o, g.lprod >= 32768 ? 1 : 32768 / (g.lprod ? g.lprod : 1), bias_task, &j);
   }
-  if (mode == NK_CONV_BACKWARD_INPUT && !direct && !xv->owned) zero_view(xv, ces);
+  if (mode == NK_CONV_BACKWARD_INPUT && !use_direct && !xv->owned) zero_view(xv, ces);
 
   for (int64_t n0 = 0; n0 < g.n && g.lprod; n0 += nb) {
     const int64_t nbc = g.n - n0 < nb ? g.n - n0 : nb;
@@ -747,51 +761,51 @@ int nk_conv_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
       j.nb = nbc;
       j.l0 = l0;
       j.lc = lcc;
+      /* One (.., nbc * lcc) GEMM through ystack, or nbc per-sample products. */
+      const int stacked = !use_direct && nbc > 1 && (mode == NK_CONV_BACKWARD_WEIGHT || lcc < 512);
+      const int64_t cols = stacked ? nbc * lcc : lcc, batch = stacked ? 1 : nbc;
       for (int64_t grp = 0; grp < g.groups; grp++) {
         j.grp = grp;
-        /* the input-side matrix (ck x lcc per sample) */
+        /* the input-side matrix (ck x cols per GEMM batch entry) */
         nrt_operand xm;
-        if (direct)
+        if (use_direct)
           xm = mat3(xv->data + n0 * xv->sa + grp * g.cg * xv->sb + l0 * xv->sl, ct, nbc, g.ck, lcc,
                     xv->sa, xv->sb, xv->sl);
         else
-          xm = mat3(j.col, ct, nbc, g.ck, lcc, g.ck * lcc * ces, lcc * ces, ces);
-        const nrt_operand ym = mat3(yv->data + n0 * yv->sa + grp * g.og * yv->sb + l0 * yv->sl, ct,
-                                    nbc, g.og, lcc, yv->sa, yv->sb, yv->sl);
+          xm = mat3(j.col, ct, batch, g.ck, cols, lcc * ces, nbc * lcc * ces, ces);
+        const nrt_operand ym =
+            stacked ? mat3(j.ystack, ct, 1, g.og, cols, 0, cols * ces, ces)
+                    : mat3(yv->data + n0 * yv->sa + grp * g.og * yv->sb + l0 * yv->sl, ct, nbc,
+                           g.og, lcc, yv->sa, yv->sb, yv->sl);
         const int64_t wstep = g.kprod > 1 ? wv->sl : wv->sb; /* stride along ck */
-        const nrt_operand wm = mat3(wv->data + grp * g.og * wv->sa, ct, nbc, g.og, g.ck, 0, wv->sa, wstep);
+        const nrt_operand wm = mat3(wv->data + grp * g.og * wv->sa, ct, batch, g.og, g.ck, 0, wv->sa, wstep);
+        const int64_t stack_units = nbc * g.og, stack_grain = lcc >= 4096 ? 1 : 4096 / lcc;
         if (mode == NK_CONV_FORWARD) {
-          if (!direct) nk_parallel_for(nbc * g.ck, 16, im2col_task, &j);
-          if (run_gemm(ctx, ym, wm, xm, bo ? 1.0 : 0.0)) goto out_all;
+          if (!use_direct) nk_parallel_for(nbc * g.ck, 16, im2col_task, &j);
+          if (run_gemm(ctx, ym, wm, xm, bo && !stacked ? 1.0 : 0.0)) goto out_all;
+          if (stacked) {
+            j.stack_dir = bo ? STACK_SCATTER_ADD : STACK_SCATTER;
+            nk_parallel_for(stack_units, stack_grain, stack_task, &j);
+          }
         } else if (mode == NK_CONV_BACKWARD_INPUT) {
-          const nrt_operand wt = mat3(wm.data, ct, nbc, g.ck, g.og, 0, wm.strides[2], wm.strides[1]);
-          if (direct) {
-            if (run_gemm(ctx, xm, wt, ym, 0.0)) goto out_all;
-          } else {
-            if (run_gemm(ctx, xm, wt, ym, 0.0)) goto out_all;
-            nk_parallel_for(nbc * g.cg, 4, col2im_task, &j);
+          if (stacked) {
+            j.stack_dir = STACK_GATHER;
+            nk_parallel_for(stack_units, stack_grain, stack_task, &j);
           }
+          const nrt_operand wt = mat3(wm.data, ct, batch, g.ck, g.og, 0, wm.strides[2], wm.strides[1]);
+          if (run_gemm(ctx, xm, wt, ym, 0.0)) goto out_all;
+          if (!use_direct) nk_parallel_for(nbc * g.cg, 4, col2im_task, &j);
         } else {
-          if (!direct) nk_parallel_for(nbc * g.ck, 16, im2col_task, &j);
-          const nrt_operand xt = mat3(xm.data, ct, nbc, lcc, g.ck, xm.strides[0], xm.strides[2],
-                                      xm.strides[1]);
-          if (accumulate_direct) {
-            /* dw has tiles enough to share out: add each sample's product
-             * straight into the accumulator, in sample order */
-            for (int64_t b = 0; b < nbc; b++) {
-              const nrt_operand am = mat3(j.acc + grp * g.og * g.ck * ces, ct, 1, g.og, g.ck, 0,
-                                          g.ck * ces, ces);
-              nrt_operand yb = ym, xb = xt;
-              yb.data = (char *)ym.data + b * ym.strides[0];
-              xb.data = (char *)xt.data + b * xt.strides[0];
-              yb.sizes[0] = xb.sizes[0] = 1;
-              if (run_gemm(ctx, am, yb, xb, 1.0)) goto out_all;
-            }
-          } else {
-            const nrt_operand pm = mat3(j.partial, ct, nbc, g.og, g.ck, g.og * g.ck * ces, g.ck * ces, ces);
-            if (run_gemm(ctx, pm, ym, xt, 0.0)) goto out_all;
-            nk_parallel_for(g.og * g.ck, 4096, reduce_task, &j);
+          nk_parallel_for(nbc * g.ck, 16, im2col_task, &j);
+          if (stacked) {
+            j.stack_dir = STACK_GATHER;
+            nk_parallel_for(stack_units, stack_grain, stack_task, &j);
           }
+          /* acc[grp] += dy (og x cols) @ col^T (cols x ck), chunk after chunk */
+          const nrt_operand xt = mat3(xm.data, ct, 1, cols, g.ck, 0, xm.strides[2], xm.strides[1]);
+          const nrt_operand am = mat3(j.acc + grp * g.og * g.ck * ces, ct, 1, g.og, g.ck, 0,
+                                      g.ck * ces, ces);
+          if (run_gemm(ctx, am, ym, xt, 1.0)) goto out_all;
         }
       }
     }
@@ -808,7 +822,7 @@ int nk_conv_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
 out_all:
   free(j.col);
   free(j.acc);
-  free(j.partial);
+  free(j.ystack);
   free(j.b.owned);
 out_w:
   if (rc == 0) view_finish(wo, nd, ct, wv);

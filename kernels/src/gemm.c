@@ -198,18 +198,28 @@ static void set_compute(nk_class cls, char *dst, nk_scalar v) {
 #define NK_PACK(name, T, S, LOAD)                                                            \
   static void name(const matrix *x, int64_t r0, int64_t rows, int64_t c0, int64_t cols,     \
                    int width, T *dst) {                                                     \
-    for (int64_t s = 0; s < rows; s += width, dst += (int64_t)width * cols) {               \
-      const int valid = rows - s < width ? (int)(rows - s) : width;                         \
-      const char *base = x->data + (r0 + s) * x->rs + c0 * x->cs;                           \
-      if (x->rs == (int64_t)sizeof(S)) {                                                    \
-        for (int64_t c = 0; c < cols; c++) {                                                \
-          const S *src = (const S *)(base + c * x->cs);                                     \
-          T *d = dst + c * width;                                                           \
+    if (x->rs == (int64_t)sizeof(S)) {                                                      \
+      /* Rows adjacent: walk each column (a k step) once across all the       \
+       * slivers, so the source streams in order.  Sliver by sliver would      \
+       * read `width` elements from each of `cols` far-apart lines and leave    \
+       * the copy waiting on memory (a quarter of a 128x784x1152 product). */  \
+      const int64_t sliver = (int64_t)width * cols;                                         \
+      for (int64_t c = 0; c < cols; c++) {                                                  \
+        const S *src = (const S *)(x->data + r0 * x->rs + (c0 + c) * x->cs);                \
+        T *d = dst + c * width;                                                             \
+        for (int64_t s = 0; s < rows; s += width, d += sliver, src += width) {              \
+          const int valid = rows - s < width ? (int)(rows - s) : width;                     \
           int i = 0;                                                                        \
           for (; i < valid; i++) d[i] = LOAD(src[i]);                                       \
           for (; i < width; i++) d[i] = 0;                                                  \
         }                                                                                   \
-      } else if (x->cs == (int64_t)sizeof(S)) {                                             \
+      }                                                                                     \
+      return;                                                                               \
+    }                                                                                       \
+    for (int64_t s = 0; s < rows; s += width, dst += (int64_t)width * cols) {               \
+      const int valid = rows - s < width ? (int)(rows - s) : width;                         \
+      const char *base = x->data + (r0 + s) * x->rs + c0 * x->cs;                           \
+      if (x->cs == (int64_t)sizeof(S)) {                                                    \
         for (int i = 0; i < valid; i++) {                                                   \
           const S *src = (const S *)(base + i * x->rs);                                     \
           for (int64_t c = 0; c < cols; c++) dst[c * width + i] = LOAD(src[c]);             \
