@@ -35,6 +35,9 @@ void nk_gemm_ukr_avx512_f32(int64_t, const void *, const void *, void *, int64_t
 void nk_gemm_ukr_avx512_f64(int64_t, const void *, const void *, void *, int64_t, const void *, const void *);
 void nk_gemm_ukr_avx2_f32(int64_t, const void *, const void *, void *, int64_t, const void *, const void *);
 void nk_gemm_ukr_avx2_f64(int64_t, const void *, const void *, void *, int64_t, const void *, const void *);
+/* AVX512_BF16 bfloat16 12x32: a and b packed in k pairs (two bfloat16 per
+ * 32-bit word), kc counting pairs; c float32. */
+void nk_gemm_ukr_avx512bf16_f32(int64_t, const void *, const void *, void *, int64_t, const void *, const void *);
 /* Matrix-vector helpers over contiguous vectors: dot = sum x[p] * y[p] in a
  * fixed order; axpy: y += s * x. */
 float nk_gemm_dot_avx512_f32(int64_t n, const float *x, const float *y);

@@ -13,13 +13,18 @@
  *
  * Needs: ET (element), VT (vector), LANES, MR, NV, V_LOAD, V_STORE, V_SET1,
  * V_ZERO, V_FMA(a, b, c) = a * b + c, V_MUL, V_ADD, V_REDUCE (sum of lanes),
- * UKR_NAME, DOT_NAME, AXPY_NAME. */
+ * UKR_NAME; optionally DOT_NAME and AXPY_NAME (the matrix-vector helpers)
+ * and V_KSTEP(a, b, acc), the k step (default V_FMA; the bfloat16 kernel's
+ * is a two-term dot product, a and b holding k pairs, not elements). */
 #include <immintrin.h>
 #include <stdint.h>
 
 #include "gemm.h"
 
 #define NR (NV * LANES)
+#ifndef V_KSTEP
+#define V_KSTEP(a, b, acc) V_FMA(a, b, acc)
+#endif
 
 void UKR_NAME(int64_t kc, const void *ap, const void *bp, void *cp, int64_t ldc,
               const void *alphap, const void *betap) {
@@ -49,7 +54,7 @@ void UKR_NAME(int64_t kc, const void *ap, const void *bp, void *cp, int64_t ldc,
     for (int i = 0; i < MR; i++) {
       const VT ai = V_SET1(a[i]);
 #pragma GCC unroll 4
-      for (int v = 0; v < NV; v++) acc[i][v] = V_FMA(ai, bv[v], acc[i][v]);
+      for (int v = 0; v < NV; v++) acc[i][v] = V_KSTEP(ai, bv[v], acc[i][v]);
     }
   }
 #pragma GCC unroll 2
@@ -62,7 +67,7 @@ void UKR_NAME(int64_t kc, const void *ap, const void *bp, void *cp, int64_t ldc,
     for (int i = 0; i < MR; i++) {
       const VT ai = V_SET1(a[i]);
 #pragma GCC unroll 4
-      for (int v = 0; v < NV; v++) acc[i][v] = V_FMA(ai, bv[v], acc[i][v]);
+      for (int v = 0; v < NV; v++) acc[i][v] = V_KSTEP(ai, bv[v], acc[i][v]);
     }
   }
   const ET alpha = *(const ET *)alphap, beta = *(const ET *)betap;
@@ -92,6 +97,7 @@ void UKR_NAME(int64_t kc, const void *ap, const void *bp, void *cp, int64_t ldc,
   }
 }
 
+#ifdef DOT_NAME
 /* sum_p x[p] * y[p] over contiguous vectors, in a fixed order (4 vector
  * accumulators, then the tail in order). */
 ET DOT_NAME(int64_t n, const ET *x, const ET *y) {
@@ -120,3 +126,4 @@ void AXPY_NAME(int64_t n, ET s, const ET *x, ET *y) {
   for (; i + LANES <= n; i += LANES) V_STORE(y + i, V_FMA(vs, V_LOAD(x + i), V_LOAD(y + i)));
   for (; i < n; i++) y[i] += s * x[i];
 }
+#endif /* DOT_NAME */

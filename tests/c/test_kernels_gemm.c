@@ -173,6 +173,10 @@ static void test_random_sweep(void) {
       {NRT_FLOAT32, 1, 500, 3, 9, 0, 0, 0, 1, 0, 0, 0},   {NRT_FLOAT32, 1, 3, 500, 9, 1, 1, 0, 1, 0, 1, 0},
       {NRT_FLOAT32, 1, 5, 7, 700, 0, 0, 0, 1, 0, 0, 0},   {NRT_FLOAT32, 40, 9, 10, 11, 0, 0, 1, 1, 0, 0, 0},
       {NRT_FLOAT32, 3, 150, 140, 130, 1, 0, 0, 1, 1, 1, 0},
+      /* bfloat16 in k pairs (AVX512_BF16): odd k across many k blocks, every
+       * layout, alpha/beta */
+      {NRT_BFLOAT16, 1, 30, 40, 2051, 0, 0, 0, 1, 0, 0, 0}, {NRT_BFLOAT16, 2, 29, 37, 301, 1, 1, 0, 0.5, 2, 0, 0},
+      {NRT_BFLOAT16, 1, 13, 65, 99, 1, 0, 0, 1, 0, 1, 0},   {NRT_BFLOAT16, 1, 65, 13, 99, 0, 1, 0, 1, -1, 0, 1},
   };
   for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) check_case(&shapes[i]);
 }
