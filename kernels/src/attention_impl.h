@@ -36,7 +36,14 @@ typedef T vec_u __attribute__((vector_size(AT_VW * sizeof(AT_T)), aligned(sizeof
 
 static inline vec vload(const T *p) { return *(const vec_u *)p; }
 static inline void vstore(T *p, vec v) { *(vec_u *)p = v; }
-static inline vec vsplat(T x) { return (vec){0} + x; }
+/* x in every lane.  Not (vec){0} + x: without -ffast-math that is a real
+ * scalar add before each broadcast (0 + -0 is +0), in the hottest loop. */
+#if AT_IS_DOUBLE
+typedef int64_t vsplat_mask __attribute__((vector_size(AT_VW * 8)));
+#else
+typedef int32_t vsplat_mask __attribute__((vector_size(AT_VW * 4)));
+#endif
+static inline vec vsplat(T x) { return __builtin_shuffle((vec){x}, (vsplat_mask){0}); }
 static inline int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
 /* ------------------------------------------------------------ micro-kernel
@@ -94,9 +101,36 @@ AI void ukr_1x1(int64_t k, const T *a, int64_t lda, const T *b, int64_t ldb, T *
   vstore(c, c0);
 }
 
+#if AT_VW >= 16
+/* 8 rows x 2 vectors: 16 accumulators, for the 32-register ISA (AVX-512);
+ * half the B loads per FMA of the 4-row kernel.  Same per-element k order. */
+AI void ukr_8x2(int64_t k, const T *a, int64_t lda, const T *b, int64_t ldb, T *c, int64_t ldc, int acc) {
+  vec c0[8], c1[8];
+#pragma GCC unroll 8
+  for (int r = 0; r < 8; r++) {
+    c0[r] = acc ? vload(c + r * ldc) : (vec){0};
+    c1[r] = acc ? vload(c + r * ldc + VW) : (vec){0};
+  }
+  for (int64_t p = 0; p < k; p++) {
+    const vec b0 = vload(b + p * ldb), b1 = vload(b + p * ldb + VW);
+#pragma GCC unroll 8
+    for (int r = 0; r < 8; r++) {
+      const vec x = vsplat(a[r * lda + p]);
+      c0[r] += x * b0, c1[r] += x * b1;
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < 8; r++) vstore(c + r * ldc, c0[r]), vstore(c + r * ldc + VW, c1[r]);
+}
+#endif
+
 static void tile_gemm(int64_t m, int64_t n, int64_t k, const T *a, int64_t lda, const T *b,
                       int64_t ldb, T *c, int64_t ldc, int acc) {
   int64_t i = 0;
+#if AT_VW >= 16
+  for (; i + 8 <= m && n % (2 * VW) == 0; i += 8)
+    for (int64_t j = 0; j < n; j += 2 * VW) ukr_8x2(k, a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc, acc);
+#endif
   for (; i + MR <= m; i += MR) {
     int64_t j = 0;
     for (; j + 2 * VW <= n; j += 2 * VW) ukr_4x2(k, a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc, acc);
