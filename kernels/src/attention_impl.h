@@ -347,7 +347,40 @@ static void *alloc_tiles(job *j, size_t n_elems) {
 /* Scores of one line: s[c] = s[c] * scale + mask, hidden (-inf) outside
  * [lo, hi) (causal limit, padding). */
 static inline void finish_scores(T *s, int64_t n_pad, int64_t lo, int64_t hi, T scale) {
+  if (lo == 0 && hi == n_pad && n_pad % VW == 0) { /* a whole line: vectors */
+    const vec vs = vsplat(scale);
+    for (int64_t c = 0; c < n_pad; c += VW) vstore(s + c, vload(s + c) * vs);
+    return;
+  }
   for (int64_t c = 0; c < n_pad; c++) s[c] = (c >= lo && c < hi) ? s[c] * scale : -(T)INFINITY;
+}
+
+/* The online softmax's row reductions, in vectors (a scalar loop is one
+ * long dependency chain: about as many cycles per score as the two tile
+ * GEMMs spend).  row_max ignores NaN like the scalar `x > max` test. */
+static inline T row_max(const T *s, int64_t n) {
+  T mx = -(T)INFINITY;
+  int64_t c = 0;
+  if (n >= VW) {
+    vec vm = vsplat(-(T)INFINITY);
+    for (; c + VW <= n; c += VW) {
+      const vec x = vload(s + c);
+      const vsplat_mask gt = x > vm;
+      vm = (vec)(((vsplat_mask)x & gt) | ((vsplat_mask)vm & ~gt));
+    }
+    for (int l = 0; l < VW; l++) mx = vm[l] > mx ? vm[l] : mx;
+  }
+  for (; c < n; c++) mx = s[c] > mx ? s[c] : mx;
+  return mx;
+}
+
+/* sum of s[0..n), n a multiple of VW, in a fixed order. */
+static inline T row_sum(const T *s, int64_t n) {
+  vec acc = {0};
+  for (int64_t c = 0; c < n; c += VW) acc += vload(s + c);
+  T sum = 0;
+  for (int l = 0; l < VW; l++) sum += acc[l];
+  return sum;
 }
 
 /* ------------------------------------------------------------- forward */
@@ -388,14 +421,12 @@ static void forward_range(void *arg, int64_t u0, int64_t u1, int worker) {
         const int64_t hi = p->causal ? (i - j0 + 1 < nk ? i - j0 + 1 : nk) : nk;
         finish_scores(s, BK, 0, hi, scale);
         if (p->mask.data) add_mask(s, hi, row_ptr(&p->mask, b, h, i) + j0 * p->mask.st[3], p->mask.st[3], p->mask.dtype);
-        T mx = -(T)INFINITY;
-        for (int64_t c = 0; c < hi; c++) mx = s[c] > mx ? s[c] : mx;
+        const T mx = row_max(s, hi);
         const T mnew = mx > m[r] ? mx : m[r];
         if (mnew == -(T)INFINITY) { memset(s, 0, sizeof(T) * BK); continue; }
         for (int64_t c = 0; c < BK; c++) s[c] -= mnew;
         exp_inplace(s, BK);
-        T sum = 0;
-        for (int64_t c = 0; c < BK; c++) sum += s[c];
+        const T sum = row_sum(s, BK);
         if (m[r] != mnew) {
           const T alpha = m[r] == -(T)INFINITY ? 0 : (T)exp(m[r] - mnew);
           l[r] *= alpha;
@@ -486,6 +517,14 @@ static void backward_kv_range(void *arg, int64_t u0, int64_t u1, int worker) {
           for (int64_t c = 0; c < nq; c++) s[c] -= lse[c];
           exp_inplace(s, BQ);
           const uint64_t base = (uint64_t)(((b * p->Hq + h) * p->L + i0) * p->S + jj);
+          if (!j->dropout) { /* the same arithmetic, z = dscale, without the branch: vectors */
+            const T z = j->dscale;
+            for (int64_t c = 0; c < nq; c++) {
+              const T pr = s[c];
+              s[c] = pr * z;
+              dp[c] = pr * (dp[c] * z - delta[c]);
+            }
+          } else
           for (int64_t c = 0; c < nq; c++) {
             const T pr = s[c];
             T z = j->dscale;
@@ -555,6 +594,10 @@ static void backward_q_range(void *arg, int64_t u0, int64_t u1, int worker) {
         for (int64_t c = 0; c < BK; c++) s[c] -= lse[r];
         exp_inplace(s, BK);
         const uint64_t base = (uint64_t)(((b * p->Hq + h) * p->L + i) * p->S + j0);
+        if (!j->dropout) { /* the same arithmetic without the branch: vectors */
+          const T z = j->dscale, dr = delta[r];
+          for (int64_t c = 0; c < nk; c++) dp[c] = s[c] * (dp[c] * z - dr);
+        } else
         for (int64_t c = 0; c < nk; c++) {
           T z = j->dscale;
           if (j->dropout && !keep_elem(p, &pc, j->thr, base + (uint64_t)c)) z = 0;
