@@ -543,14 +543,21 @@ static int bad(nrt_exec_ctx *ctx, const char *what) {
 static void plan_chunks(const conv_geom *g, int64_t extra_per_sample, int64_t *nb, int64_t *lc) {
   const int64_t ck = g->ck ? g->ck : 1, l = g->lprod ? g->lprod : 1;
   const int64_t per = ck * l + extra_per_sample;
-  if (per <= NK_CONV_COL_CAP) {
-    *nb = NK_CONV_COL_CAP / per;
+  /* Enough elements for ~1024 GEMM columns, but no more: im2col writes the
+   * col matrix and the GEMM's packing reads it back, from the caches when
+   * it is small, from memory when not (a third of a 64->64 3x3 conv's
+   * time at 16 MiB chunks). */
+  int64_t cap = ck * 1024;
+  if (cap < ((int64_t)1 << 18)) cap = (int64_t)1 << 18;
+  if (cap > NK_CONV_COL_CAP) cap = NK_CONV_COL_CAP;
+  if (per <= cap) {
+    *nb = cap / per;
     if (*nb > g->n) *nb = g->n;
     if (*nb < 1) *nb = 1;
     *lc = g->lprod;
   } else {
     *nb = 1;
-    *lc = NK_CONV_COL_CAP / ck;
+    *lc = cap / ck;
     if (*lc < 16) *lc = 16;
     if (*lc > g->lprod) *lc = g->lprod;
   }
