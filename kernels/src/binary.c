@@ -157,14 +157,36 @@ static int plan_binary(const nrt_task *task, nrt_exec_ctx *ctx, binary_plan *p) 
   case NK_BINARY_MUL: p->kind = NK_BINOP_MUL; break;
   default: p->kind = NK_BINOP_DIV; break;
   }
-  p->same = p->out == p->compute && p->a == p->compute && p->b == p->compute;
-  p->vec = p->same ? pick_vec(p->compute) : NULL;
   return 0;
+}
+
+static int is_broadcast_scalar(const nrt_operand *o) {
+  for (int d = 0; d < o->ndim; d++)
+    if (o->strides[d] != 0 && o->sizes[d] != 1) return 0;
+  return 1;
 }
 
 int nk_binary_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
   binary_plan plan;
   if (nk_check_elementwise(task, ctx, "binary", 3) || plan_binary(task, ctx, &plan)) return -1;
-  nk_for_each(task->operands, 3, plan.same ? same_dtype_loop : mixed_loop, &plan);
+  /* x * 2.0: the Python number arrives as a float64 (or int64) scalar
+   * broadcast over a float32 tensor, which would send every element down
+   * the mixed-dtype loop (a dtype switch per load: 10x slower).  The mixed
+   * loop converts it to float at each load anyway, so convert it once: the
+   * same bits, and the vectorised loop applies. */
+  nrt_operand ops[3] = {task->operands[0], task->operands[1], task->operands[2]};
+  float scalar_f32[2];
+  if (plan.compute == NRT_FLOAT32)
+    for (int i = 1; i <= 2; i++)
+      if (ops[i].dtype != NRT_FLOAT32 && is_broadcast_scalar(&ops[i])) {
+        scalar_f32[i - 1] = nk_load_f32((nrt_dtype)ops[i].dtype, ops[i].data);
+        ops[i].data = &scalar_f32[i - 1];
+        ops[i].dtype = NRT_FLOAT32;
+      }
+  plan.a = (nrt_dtype)ops[1].dtype;
+  plan.b = (nrt_dtype)ops[2].dtype;
+  plan.same = plan.out == plan.compute && plan.a == plan.compute && plan.b == plan.compute;
+  plan.vec = plan.same ? pick_vec(plan.compute) : NULL;
+  nk_for_each(ops, 3, plan.same ? same_dtype_loop : mixed_loop, &plan);
   return 0;
 }

@@ -40,6 +40,8 @@
 #include "validate.h"
 
 #define NORM_COLS 256 /* columns per block of the layer-norm weight gradient */
+#define NORM_ROWS 256 /* rows per chunk of it: (chunk, block) units share out the
+                         work (768 columns alone made 3 units for 2+ threads) */
 
 /* ------------------------------------------------- run primitives (C) */
 
@@ -72,6 +74,7 @@ typedef struct norm_plan {
   int64_t R, L, W; /* rows: R x L, W weights; channels: W = C */
   void *w, *b;     /* weight, bias as the compute type (NULL: none) */
   double *scratch; /* group backward: per (n, c) sums */
+  double *partial; /* layer/rms backward: per row chunk column sums (2 x L) */
   const nk_norm_f32_fns *f;
   atomic_int oom;
 } norm_plan;
@@ -200,6 +203,7 @@ static int finish(norm_plan *p, nrt_exec_ctx *ctx, const char *what) {
   free(p->w);
   free(p->b);
   free(p->scratch);
+  free(p->partial);
   if (atomic_load(&p->oom)) {
     nrt_exec_fail(ctx, "%s: out of memory", what);
     return -1;
@@ -305,8 +309,30 @@ int nk_norm_backward_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
       if (o[2].sizes[0]) nk_store_f64((nrt_dtype)o[2].dtype, (char *)o[2].data + c * o[2].strides[0], gb);
     }
   } else if (want_w) {
-    nk_parallel_for((p.L + NORM_COLS - 1) / NORM_COLS, grain_for(p.R * NORM_COLS),
+    const int64_t chunks = (p.R + NORM_ROWS - 1) / NORM_ROWS, blocks = (p.L + NORM_COLS - 1) / NORM_COLS;
+    p.partial = malloc((size_t)(2 * chunks * p.L + 1) * sizeof(double));
+    if (!p.partial) {
+      nrt_exec_fail(ctx, "norm_backward: out of memory");
+      return finish(&p, ctx, "norm_backward"), -1;
+    }
+    nk_parallel_for(chunks * blocks, grain_for(NORM_ROWS * NORM_COLS),
                     dbl ? f64_cols_backward : f32_cols_backward, &p);
+    if (!atomic_load(&p.oom))
+      for (int64_t j = 0; j < p.L; j++) { /* the chunks' sums, in order */
+        double gw = 0, gb = 0;
+        for (int64_t c = 0; c < chunks; c++) {
+          gw += p.partial[c * 2 * p.L + j];
+          gb += p.partial[c * 2 * p.L + p.L + j];
+        }
+        /* rounded to the compute type first, as the per-block walk did */
+        for (int k = 1; k <= 2; k++) {
+          if (!o[k].sizes[0]) continue;
+          char *dst = (char *)o[k].data + j * o[k].strides[0];
+          const double v = k == 1 ? gw : gb;
+          if (dbl) nk_store_f64((nrt_dtype)o[k].dtype, dst, v);
+          else nk_store_f32((nrt_dtype)o[k].dtype, dst, (float)v);
+        }
+      }
   }
   return finish(&p, ctx, "norm_backward");
 }

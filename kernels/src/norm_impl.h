@@ -138,23 +138,28 @@ static void NI(rows_backward)(void *arg, int64_t begin, int64_t end, int worker)
   free(buf);
 }
 
-/* LAYER/RMS dweight, dbias: blocks of NORM_COLS columns, rows in order */
+/* LAYER/RMS dweight, dbias partials: unit = (chunk of NORM_ROWS rows,
+ * block of NORM_COLS columns), rows in order; p->partial holds per chunk
+ * the column sums of dy * (x - mean) * rstd and of dy (L each, double),
+ * added over chunks in order afterwards (norm.c). */
 static void NI(cols_backward)(void *arg, int64_t begin, int64_t end, int worker) {
   (void)worker;
   norm_plan *p = arg;
   const nrt_operand *gwo = &p->o[1], *gbo = &p->o[2], *dy = &p->o[3], *x = &p->o[4],
                     *mo = &p->o[5], *ro = &p->o[6];
-  const int64_t L = p->L;
+  const int64_t L = p->L, nblk = (L + NORM_COLS - 1) / NORM_COLS;
   NI_T *buf = malloc((size_t)(2 * NORM_COLS) * sizeof(NI_T));
   if (!buf) {
     atomic_store(&p->oom, 1);
     return;
   }
-  double gw[NORM_COLS], gb[NORM_COLS];
-  for (int64_t blk = begin; blk < end; blk++) {
+  for (int64_t u = begin; u < end; u++) {
+    const int64_t chunk = u / nblk, blk = u % nblk;
     const int64_t j0 = blk * NORM_COLS, n = L - j0 < NORM_COLS ? L - j0 : NORM_COLS;
+    const int64_t r0 = chunk * NORM_ROWS, r1 = p->R - r0 < NORM_ROWS ? p->R : r0 + NORM_ROWS;
+    double *gw = p->partial + chunk * 2 * L + j0, *gb = gw + L;
     for (int64_t j = 0; j < n; j++) gw[j] = gb[j] = 0;
-    for (int64_t r = 0; r < p->R; r++) {
+    for (int64_t r = r0; r < r1; r++) {
       const NI_T *xr = NI(run_in)((nrt_dtype)x->dtype,
                                   (const char *)x->data + r * x->strides[0] + j0 * x->strides[1],
                                   x->strides[1], n, buf);
@@ -165,10 +170,6 @@ static void NI(cols_backward)(void *arg, int64_t begin, int64_t end, int worker)
       const NI_T mean = p->prm.kind == NK_NORM_RMS ? (NI_T)0 : NI(vec_at)(mo, r);
       NI_F(colsums)(gwo->sizes[0] ? gw : NULL, gbo->sizes[0] ? gb : NULL, dyr, xr, n, mean,
                     NI(vec_at)(ro, r));
-    }
-    for (int64_t j = 0; j < n; j++) {
-      if (gwo->sizes[0]) NI(vec_put)(gwo, j0 + j, (NI_T)gw[j]);
-      if (gbo->sizes[0]) NI(vec_put)(gbo, j0 + j, (NI_T)gb[j]);
     }
   }
   free(buf);
