@@ -15,23 +15,30 @@ typedef struct fill_plan {
   unsigned char pattern[8];
 } fill_plan;
 
-NK_INLINE void fill_row(size_t es, const unsigned char *pat, int64_t n, char *o, int64_t s) {
-  if (s == (int64_t)es)
-    for (int64_t i = 0; i < n; i++) memcpy(o + i * (int64_t)es, pat, es);
-  else
-    for (int64_t i = 0; i < n; i++) memcpy(o + i * s, pat, es);
-}
+/* The pattern goes into a local of the element's width first: stores
+ * through char * may alias the plan, so reading the pattern in the loop
+ * would reload it per element and never vectorise. */
+#define NK_FILL_ROW(T)                                                  \
+  do {                                                                  \
+    T v;                                                                \
+    memcpy(&v, p->pattern, sizeof v);                                   \
+    char *o = data[0];                                                  \
+    if (s[0] == (int64_t)sizeof v)                                      \
+      for (int64_t i = 0; i < n; i++) memcpy(o + i * (int64_t)sizeof v, &v, sizeof v); \
+    else                                                                \
+      for (int64_t i = 0; i < n; i++) memcpy(o + i * s[0], &v, sizeof v); \
+  } while (0)
 
 static void fill_loop(void *ctx, int64_t n, char *const *data, const int64_t *s) {
   const fill_plan *p = ctx;
   switch (p->size) {
   case 1:
     if (s[0] == 1) memset(data[0], p->pattern[0], (size_t)n);
-    else fill_row(1, p->pattern, n, data[0], s[0]);
+    else NK_FILL_ROW(uint8_t);
     break;
-  case 2: fill_row(2, p->pattern, n, data[0], s[0]); break;
-  case 4: fill_row(4, p->pattern, n, data[0], s[0]); break;
-  default: fill_row(8, p->pattern, n, data[0], s[0]); break;
+  case 2: NK_FILL_ROW(uint16_t); break;
+  case 4: NK_FILL_ROW(uint32_t); break;
+  default: NK_FILL_ROW(uint64_t); break;
   }
 }
 
