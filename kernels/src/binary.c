@@ -22,6 +22,7 @@ typedef struct binary_plan {
   nk_alpha alpha;
   bool same;            /* every operand and the compute in one dtype */
   nk_binary_vec_fn vec; /* set when the vectorised loop applies */
+  nk_binary_vec_fn vec_f32; /* 16-bit rows through float32 chunks (half_loop) */
 } binary_plan;
 
 /* One element; every dtype and the kind are constants in the same-dtype
@@ -109,6 +110,58 @@ static void mixed_loop(void *ctx, int64_t n, char *const *data, const int64_t *s
   }
 }
 
+/* float16/bfloat16 out and compute, inputs of that dtype or broadcast
+ * float32 scalars: chunks widened to float32, run through the float32
+ * vector loop and rounded back once -- element for element what the mixed
+ * loop computes (load to float, op in float, round), without its per-element
+ * dtype switches. */
+#define HALF_CHUNK 512
+NK_INLINE const float *half_in(nrt_dtype t, const char *x, int64_t st, int64_t m, float *buf) {
+  if (st == 0) {
+    buf[0] = nk_load_f32(t, x);
+    return buf;
+  }
+  if (t == NRT_BFLOAT16 && st == 2) {
+    const uint16_t *h = (const uint16_t *)(const void *)x; /* a widening shift: vectorises */
+    for (int64_t j = 0; j < m; j++) {
+      const uint32_t u = (uint32_t)h[j] << 16;
+      memcpy(&buf[j], &u, 4);
+    }
+  } else if (t == NRT_BFLOAT16)
+    for (int64_t j = 0; j < m; j++) buf[j] = nk_bf16_to_f32(nk_read_u16(x + j * st));
+  else if (t == NRT_FLOAT16)
+    for (int64_t j = 0; j < m; j++) buf[j] = nk_f16_to_f32(nk_read_u16(x + j * st));
+  else
+    for (int64_t j = 0; j < m; j++) buf[j] = nk_load_f32(t, x + j * st);
+  return buf;
+}
+
+static void half_loop(void *ctx, int64_t n, char *const *data, const int64_t *s) {
+  const binary_plan *p = ctx;
+  float A[HALF_CHUNK], B[HALF_CHUNK], O[HALF_CHUNK];
+  for (int64_t i0 = 0; i0 < n; i0 += HALF_CHUNK) {
+    const int64_t m = n - i0 < HALF_CHUNK ? n - i0 : HALF_CHUNK;
+    const float *a = half_in(p->a, data[1] + i0 * s[1], s[1], m, A);
+    const float *b = half_in(p->b, data[2] + i0 * s[2], s[2], m, B);
+    p->vec_f32(p->kind, m, O, a, s[1] == 0, b, s[2] == 0, &p->alpha);
+    char *o = data[0] + i0 * s[0];
+    if (p->out == NRT_BFLOAT16 && s[0] == 2) {
+      /* nk_f32_to_bf16 without its branch (round to nearest even, NaN to
+       * the quiet 0x7FC0), so the loop vectorises */
+      uint16_t *d = (uint16_t *)(void *)o;
+      for (int64_t j = 0; j < m; j++) {
+        uint32_t u;
+        memcpy(&u, &O[j], 4);
+        const uint32_t r = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+        d[j] = (uint16_t)((u & 0x7FFFFFFFu) > 0x7F800000u ? 0x7FC0u : r);
+      }
+    } else if (p->out == NRT_BFLOAT16)
+      for (int64_t j = 0; j < m; j++) nk_write_u16(o + j * s[0], nk_f32_to_bf16(O[j]));
+    else
+      for (int64_t j = 0; j < m; j++) nk_write_u16(o + j * s[0], nk_f32_to_f16(O[j]));
+  }
+}
+
 static nk_binary_vec_fn pick_vec(nrt_dtype t) {
   static const nk_binary_vec_fn f32[] = {NULL, nk_binary_avx2_f32, nk_binary_avx512_f32};
   static const nk_binary_vec_fn f64[] = {NULL, nk_binary_avx2_f64, nk_binary_avx512_f64};
@@ -176,7 +229,8 @@ int nk_binary_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
    * same bits, and the vectorised loop applies. */
   nrt_operand ops[3] = {task->operands[0], task->operands[1], task->operands[2]};
   float scalar_f32[2];
-  if (plan.compute == NRT_FLOAT32)
+  const int half = plan.compute == NRT_FLOAT16 || plan.compute == NRT_BFLOAT16;
+  if (plan.compute == NRT_FLOAT32 || half)
     for (int i = 1; i <= 2; i++)
       if (ops[i].dtype != NRT_FLOAT32 && is_broadcast_scalar(&ops[i])) {
         scalar_f32[i - 1] = nk_load_f32((nrt_dtype)ops[i].dtype, ops[i].data);
@@ -187,6 +241,10 @@ int nk_binary_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
   plan.b = (nrt_dtype)ops[2].dtype;
   plan.same = plan.out == plan.compute && plan.a == plan.compute && plan.b == plan.compute;
   plan.vec = plan.same ? pick_vec(plan.compute) : NULL;
-  nk_for_each(ops, 3, plan.same ? same_dtype_loop : mixed_loop, &plan);
+  /* 16-bit: every input that dtype or a float32 scalar (hoisted above) */
+  plan.vec_f32 = half && plan.out == plan.compute &&
+                 (plan.a == plan.compute || ops[1].data == &scalar_f32[0]) &&
+                 (plan.b == plan.compute || ops[2].data == &scalar_f32[1]) ? pick_vec(NRT_FLOAT32) : NULL;
+  nk_for_each(ops, 3, plan.vec_f32 ? half_loop : plan.same ? same_dtype_loop : mixed_loop, &plan);
   return 0;
 }
