@@ -326,6 +326,15 @@ static void pack(const gemm_plan *p, const matrix *x, int64_t r0, int64_t rows, 
     return;
   }
   if (p->cls == NK_CLASS_FLOAT) {
+    if (x->dtype == NRT_FLOAT32 && x->cs == 4 && x->rs != 4 && nk_cpu_isa() >= NK_ISA_AVX2) {
+      /* k contiguous: register transposes (gemm_pack_avx2_f32.c) */
+      for (int64_t s = 0; s < rows; s += width, dst += (size_t)(width * cols) * 4) {
+        const int valid = rows - s < width ? (int)(rows - s) : width;
+        nk_gemm_pack_kmajor_avx2_f32(x->data + (r0 + s) * x->rs + c0 * 4, x->rs, valid, cols, width,
+                                     (float *)dst);
+      }
+      return;
+    }
     switch (x->dtype) {
     case NRT_FLOAT32: pack_f32(x, r0, rows, c0, cols, width, (float *)dst); return;
     case NRT_BFLOAT16: pack_bf16(x, r0, rows, c0, cols, width, (float *)dst); return;

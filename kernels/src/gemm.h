@@ -49,6 +49,12 @@ void nk_gemm_axpy_avx512_f64(int64_t n, double s, const double *x, double *y);
 void nk_gemm_axpy_avx2_f32(int64_t n, float s, const float *x, float *y);
 void nk_gemm_axpy_avx2_f64(int64_t n, double s, const double *x, double *y);
 
+/* One sliver (`width` rows, the first `valid` real, `cols` k values) of a
+ * float32 operand whose k stride is one element (row r at src + r * rs),
+ * packed as gemm.c's slivers: dst[c * width + i] (gemm_pack_avx2_f32.c). */
+void nk_gemm_pack_kmajor_avx2_f32(const char *src, int64_t rs, int valid, int64_t cols, int width,
+                                  float *dst);
+
 /* The FMA peak probe (peak_<isa>.c, for bench/peak.py): runs `iters`
  * rounds of independent fused multiply-adds on registers of the type
  * (0 float32, 1 float64) and returns the number of floating-point
