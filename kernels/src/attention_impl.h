@@ -186,6 +186,10 @@ static void exp_inplace(T *x, int64_t n) {
 
 /* n elements from src (byte step sstep, dtype) to dst (element step dstep). */
 static void load_line(T *dst, int64_t dstep, const char *src, int64_t sstep, int32_t dtype, int64_t n) {
+  if (dstep == 1 && sstep == (int64_t)sizeof(T) && dtype == (sizeof(T) == 4 ? NRT_FLOAT32 : NRT_FLOAT64)) {
+    memcpy(dst, src, (size_t)n * sizeof(T)); /* the common case: a contiguous row */
+    return;
+  }
   switch (dtype) {
   case NRT_FLOAT32:
     for (int64_t i = 0; i < n; i++) dst[i * dstep] = (T)nk_read_f32(src + i * sstep);
