@@ -11,6 +11,7 @@
  *     the result rounded to the compute dtype (as ATen's common dtype is)
  *     and stored in the out dtype. */
 #include "binary_simd.h"
+#include "half_rows.h"
 #include "kernel_entries.h"
 #include "nd_iter.h"
 #include "neuron_kernels.h"
@@ -111,54 +112,18 @@ static void mixed_loop(void *ctx, int64_t n, char *const *data, const int64_t *s
 }
 
 /* float16/bfloat16 out and compute, inputs of that dtype or broadcast
- * float32 scalars: chunks widened to float32, run through the float32
- * vector loop and rounded back once -- element for element what the mixed
- * loop computes (load to float, op in float, round), without its per-element
- * dtype switches. */
-#define HALF_CHUNK 512
-NK_INLINE const float *half_in(nrt_dtype t, const char *x, int64_t st, int64_t m, float *buf) {
-  if (st == 0) {
-    buf[0] = nk_load_f32(t, x);
-    return buf;
-  }
-  if (t == NRT_BFLOAT16 && st == 2) {
-    const uint16_t *h = (const uint16_t *)(const void *)x; /* a widening shift: vectorises */
-    for (int64_t j = 0; j < m; j++) {
-      const uint32_t u = (uint32_t)h[j] << 16;
-      memcpy(&buf[j], &u, 4);
-    }
-  } else if (t == NRT_BFLOAT16)
-    for (int64_t j = 0; j < m; j++) buf[j] = nk_bf16_to_f32(nk_read_u16(x + j * st));
-  else if (t == NRT_FLOAT16)
-    for (int64_t j = 0; j < m; j++) buf[j] = nk_f16_to_f32(nk_read_u16(x + j * st));
-  else
-    for (int64_t j = 0; j < m; j++) buf[j] = nk_load_f32(t, x + j * st);
-  return buf;
-}
-
+ * float32 scalars: chunks through the float32 vector loop (half_rows.h) --
+ * element for element what the mixed loop computes (load to float, op in
+ * float, round). */
 static void half_loop(void *ctx, int64_t n, char *const *data, const int64_t *s) {
   const binary_plan *p = ctx;
-  float A[HALF_CHUNK], B[HALF_CHUNK], O[HALF_CHUNK];
-  for (int64_t i0 = 0; i0 < n; i0 += HALF_CHUNK) {
-    const int64_t m = n - i0 < HALF_CHUNK ? n - i0 : HALF_CHUNK;
-    const float *a = half_in(p->a, data[1] + i0 * s[1], s[1], m, A);
-    const float *b = half_in(p->b, data[2] + i0 * s[2], s[2], m, B);
+  float A[NK_HALF_CHUNK], B[NK_HALF_CHUNK], O[NK_HALF_CHUNK];
+  for (int64_t i0 = 0; i0 < n; i0 += NK_HALF_CHUNK) {
+    const int64_t m = n - i0 < NK_HALF_CHUNK ? n - i0 : NK_HALF_CHUNK;
+    const float *a = nk_half_in(p->a, data[1] + i0 * s[1], s[1], m, A);
+    const float *b = nk_half_in(p->b, data[2] + i0 * s[2], s[2], m, B);
     p->vec_f32(p->kind, m, O, a, s[1] == 0, b, s[2] == 0, &p->alpha);
-    char *o = data[0] + i0 * s[0];
-    if (p->out == NRT_BFLOAT16 && s[0] == 2) {
-      /* nk_f32_to_bf16 without its branch (round to nearest even, NaN to
-       * the quiet 0x7FC0), so the loop vectorises */
-      uint16_t *d = (uint16_t *)(void *)o;
-      for (int64_t j = 0; j < m; j++) {
-        uint32_t u;
-        memcpy(&u, &O[j], 4);
-        const uint32_t r = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
-        d[j] = (uint16_t)((u & 0x7FFFFFFFu) > 0x7F800000u ? 0x7FC0u : r);
-      }
-    } else if (p->out == NRT_BFLOAT16)
-      for (int64_t j = 0; j < m; j++) nk_write_u16(o + j * s[0], nk_f32_to_bf16(O[j]));
-    else
-      for (int64_t j = 0; j < m; j++) nk_write_u16(o + j * s[0], nk_f32_to_f16(O[j]));
+    nk_half_out(p->out, data[0] + i0 * s[0], s[0], m, O);
   }
 }
 
