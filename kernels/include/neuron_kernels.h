@@ -92,6 +92,9 @@ typedef enum nk_kernel_id {
   /* special functions */
 
   /* optimizer */
+  NK_KERNEL_FOREACH,          /* one op over every tensor of a list (nk_foreach_op) */
+  NK_KERNEL_FUSED_OPTIM,      /* Adam/AdamW/SGD/Adagrad step over lists (nk_optim_op) */
+  NK_KERNEL_AMP_UPDATE_SCALE, /* GradScaler: scale, growth tracker <- f(found_inf) */
 
   /* long tail */
   NK_KERNEL_TAIL_POINTWISE, /* glu, prelu, renorm factor, frexp, cross (nk_tail_op) */
@@ -941,6 +944,153 @@ typedef struct nk_multi_margin_params {
 /* ---- special functions ---- */
 
 /* ---- optimizer ---- */
+/* Multi-tensor launches (torch's _foreach_* ops, fused optimizers, AMP).
+ *
+ * A list of any length is one task: the tensors are described by a table of
+ * nk_tensor_set rows (params.sets) that the launcher writes into host memory
+ * it keeps alive until the task has run (pinned, stream ordered), because a
+ * task has at most NRT_MAX_OPERANDS operands.  Row i holds tensor i of every
+ * list ("slot" k = list k): the tensors of a row have the same number of
+ * elements and the same strides and are non-overlapping and dense, so each
+ * is a flat run of numel elements from data[k] (ATen's fast-route rule).
+ * A tensor is cut into blocks of NK_FOREACH_BLOCK elements; first_block is
+ * the number of blocks of the rows before it (the launcher fills it, the
+ * kernel checks it), and blocks are the units split over the compute pool,
+ * so results do not depend on the thread count.  After the rows the table
+ * holds n_blocks doubles of scratch the kernel owns (per-block partials of
+ * reductions, found-inf flags), combined in block order.
+ * Task operands: [0] the table as a 1-d uint8 operand of its bytes, [1] a
+ * 1-d view of the largest tensor of the list (so the runtime sees the size
+ * of the work); the kernel reaches memory only through the table. */
+#define NK_FOREACH_BLOCK 32768
+#define NK_FOREACH_SLOTS 6
+
+typedef struct nk_tensor_set {
+  void *data[NK_FOREACH_SLOTS]; /* slot k: tensor of list k, NULL if unused */
+  int64_t numel;                /* elements of each tensor of the row       */
+  int64_t first_block;          /* blocks of the rows before this one       */
+  double scalar;                /* this row's scalar (ScalarList overloads) */
+} nk_tensor_set;
+
+/* Elementwise ops write slot 0 from slots 1.. (an in-place op passes the
+ * same pointer in slots 0 and 1).  "b" is slot 2 when params.b_is_list,
+ * else the row's scalar s: params.scalar (Scalar overload), the row's
+ * scalar (ScalarList) or *scalar_ptr (a device 0-dim tensor).  Math is done
+ * in float32 (float16/bfloat16/float32) or float64, as ATen's opmath. */
+typedef enum nk_foreach_op {
+  NK_FOREACH_ADD = 0,   /* a + alpha * b                                  */
+  NK_FOREACH_SUB,       /* a - alpha * b                                  */
+  NK_FOREACH_MUL,
+  NK_FOREACH_DIV,
+  NK_FOREACH_MAXIMUM,   /* NaN propagating (also clamp_min)               */
+  NK_FOREACH_MINIMUM,   /* NaN propagating (also clamp_max)               */
+  NK_FOREACH_POW,       /* a ^ b (ATen's special exponents 2, 3, .5, -1..) */
+  NK_FOREACH_RPOW,      /* b ^ a: pow(Scalar, Tensor[])                   */
+  NK_FOREACH_ADDCMUL,   /* a + s * b * c, b slot 2, c slot 3, s the row's */
+  NK_FOREACH_ADDCDIV,   /* a + s * b / c                                  */
+  NK_FOREACH_LERP,      /* lerp(a, b, w): w slot 3 when b_is_list > 1, else s */
+  NK_FOREACH_COPY,      /* a (slot 1 may have another dtype)              */
+  NK_FOREACH_ZERO,      /* 0 (slot 0 only)                                */
+  NK_FOREACH_NEG,
+  NK_FOREACH_ABS,
+  NK_FOREACH_SQRT,
+  NK_FOREACH_RSQRT,
+  NK_FOREACH_EXP,
+  NK_FOREACH_EXPM1,
+  NK_FOREACH_LOG,
+  NK_FOREACH_LOG1P,
+  NK_FOREACH_LOG2,
+  NK_FOREACH_LOG10,
+  NK_FOREACH_RECIPROCAL,
+  NK_FOREACH_SIGN,      /* NaN gives 0, as ATen                           */
+  NK_FOREACH_SIGMOID,
+  NK_FOREACH_TANH,
+  NK_FOREACH_SIN,
+  NK_FOREACH_COS,
+  NK_FOREACH_CEIL,
+  NK_FOREACH_FLOOR,
+  NK_FOREACH_ROUND,     /* half to even                                   */
+  NK_FOREACH_TRUNC,
+  NK_FOREACH_FRAC,
+  NK_FOREACH_ERF,
+  NK_FOREACH_ERFC,
+  /* per-tensor reductions of slot 1 into element 0 of slot 0 (its dtype) */
+  NK_FOREACH_NORM,      /* ord params.alpha: 1, 2, +inf or p > 0; float64 sums */
+  NK_FOREACH_MAX,       /* NaN propagating; tensors must not be empty     */
+  /* AMP: slot 0 <- slot 1 * s (s = *scalar_ptr, float32); *flag_ptr
+   * (float32) <- 1 when any element is inf or NaN, else left as it is. */
+  NK_FOREACH_UNSCALE,
+  NK_FOREACH_OP_COUNT
+} nk_foreach_op;
+
+typedef struct nk_foreach_params {
+  const nk_tensor_set *sets; /* n_tensors rows, then n_blocks doubles     */
+  int64_t n_tensors, n_blocks;
+  int32_t op;                /* nk_foreach_op                              */
+  int32_t b_is_list;         /* 0: b is the scalar; 1: slot 2; 2: lerp's w slot 3 too */
+  int32_t dtype[NK_FOREACH_SLOTS]; /* nrt_dtype of each slot's tensors     */
+  int32_t scalar_kind;       /* nk_foreach_scalar_kind                     */
+  int32_t scalar_dtype;      /* nrt_dtype of *scalar_ptr                   */
+  const void *scalar_ptr;    /* NK_FOREACH_SCALAR_TENSOR: a device element */
+  void *flag_ptr;            /* NK_FOREACH_UNSCALE: found_inf (float32)    */
+  double alpha;              /* add/sub alpha; norm's ord                  */
+  double scalar;             /* NK_FOREACH_SCALAR_VALUE                    */
+} nk_foreach_params;
+
+typedef enum nk_foreach_scalar_kind {
+  NK_FOREACH_SCALAR_VALUE = 0, /* params.scalar           */
+  NK_FOREACH_SCALAR_LIST,      /* the row's scalar         */
+  NK_FOREACH_SCALAR_TENSOR     /* *params.scalar_ptr       */
+} nk_foreach_scalar_kind;
+
+/* Fused optimizer steps, ATen CPU's formulas (FusedAdamKernel.cpp,
+ * FusedSGDKernel.cpp, FusedAdagradKernel.cpp) in float32 for
+ * float16/bfloat16/float32 params and float64 for float64; step-dependent
+ * factors in double.  Slots: 0 param, 1 grad, then
+ *   ADAM/ADAMW: 2 exp_avg, 3 exp_avg_sq, 4 max_exp_avg_sq (amsgrad), 5 step;
+ *   SGD:        2 momentum_buffer (momentum != 0);
+ *   ADAGRAD:    2 state_sum, 5 step.
+ * Slots 0-4 share params.dtype; step is one element of step_dtype.
+ * When found_inf is set and *found_inf == 1 nothing is written; when
+ * grad_scale is set, grad <- grad / *grad_scale is stored and used. */
+typedef enum nk_optim_op {
+  NK_OPTIM_ADAM = 0,
+  NK_OPTIM_ADAMW,
+  NK_OPTIM_SGD,
+  NK_OPTIM_ADAGRAD,
+  NK_OPTIM_OP_COUNT
+} nk_optim_op;
+
+enum {
+  NK_OPTIM_AMSGRAD = 1,
+  NK_OPTIM_MAXIMIZE = 2,
+  NK_OPTIM_NESTEROV = 4,
+  NK_OPTIM_FIRST_STEP = 8
+};
+
+typedef struct nk_optim_params {
+  const nk_tensor_set *sets; /* as nk_foreach_params (no scratch)          */
+  int64_t n_tensors, n_blocks;
+  int32_t op;                /* nk_optim_op                                */
+  int32_t flags;             /* NK_OPTIM_*                                 */
+  int32_t dtype;             /* nrt_dtype of slots 0-4 (floating)          */
+  int32_t step_dtype;        /* nrt_dtype of slot 5 (floating)             */
+  int32_t lr_dtype;          /* nrt_dtype of *lr_ptr                       */
+  int32_t reserved;
+  const void *lr_ptr;        /* a device lr tensor, or NULL: params.lr     */
+  const float *grad_scale;   /* NULL or one float32                        */
+  const float *found_inf;    /* NULL or one float32                        */
+  double lr, beta1, beta2, weight_decay, eps; /* beta1 = momentum, beta2 = dampening (SGD); beta1 = lr_decay (Adagrad) */
+} nk_optim_params;
+
+/* _amp_update_scale_.  operands: [0] scale (float32, 1 element), [1]
+ * growth_tracker (int32, 1 element), [2] found_inf (float32, 1 element).
+ * found_inf: scale *= backoff, tracker = 0; else tracker + 1 reaching
+ * interval: scale *= growth when that stays finite, tracker = 0. */
+typedef struct nk_amp_update_scale_params {
+  double growth, backoff;
+  int64_t interval;
+} nk_amp_update_scale_params;
 
 /* ---- long tail ---- */
 typedef enum nk_tail_op {

@@ -60,6 +60,9 @@ int nk_multi_margin_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 /* special functions */
 
 /* optimizer */
+int nk_foreach_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+int nk_fused_optim_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+int nk_amp_update_scale_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 
 /* long tail */
 int nk_tail_pointwise_kernel(const nrt_task *task, nrt_exec_ctx *ctx);

@@ -63,6 +63,9 @@ static const struct {
     /* special functions */
 
     /* optimizer */
+    {NK_KERNEL_FOREACH, "foreach", nk_foreach_kernel},
+    {NK_KERNEL_FUSED_OPTIM, "fused_optim", nk_fused_optim_kernel},
+    {NK_KERNEL_AMP_UPDATE_SCALE, "amp_update_scale", nk_amp_update_scale_kernel},
 
     /* long tail */
     {NK_KERNEL_TAIL_POINTWISE, "tail_pointwise", nk_tail_pointwise_kernel},
@@ -133,6 +136,9 @@ NK_PARAMS_FIT(nk_multi_margin_params);
 /* special functions */
 
 /* optimizer */
+NK_PARAMS_FIT(nk_foreach_params);
+NK_PARAMS_FIT(nk_optim_params);
+NK_PARAMS_FIT(nk_amp_update_scale_params);
 
 /* long tail */
 NK_PARAMS_FIT(nk_tail_pointwise_params);
