@@ -86,6 +86,10 @@ static int OPT_S(nonfinite_tile)(int n, const OPT_T *restrict a) {
  * One tile of a fused optimizer step, ATen CPU's vector-path formulas
  * (FusedAdamKernel.cpp, FusedSGDKernel.cpp, FusedAdagradKernel.cpp): the
  * scalar factors are rounded to OPT_T first, as ATen's Vec(scalar_t(x)).
+ * OPT_FMA marks the explicit vec::fmadd calls and the a * b + c that gcc
+ * contracts into one FMA in ATen's AVX2/AVX-512 builds (the first product
+ * of a sum is what gets fused, found by comparing bits); with it the float32/float64 steps agree with
+ * torch's CPU fused optimizer bit for bit on an FMA machine.
  * p, g, s1, s2, s3 are param, grad and the op's state tiles, updated in
  * place; the caller stores them. */
 typedef struct OPT_S(optim_coef) {
@@ -109,7 +113,7 @@ static void OPT_S(grad_prologue)(int n, OPT_T *restrict g, const OPT_T *restrict
   if (maximize)
     for (j = 0; j < n; j++) g[j] = g[j] * (OPT_T)-1;
   if (add_wd)
-    for (j = 0; j < n; j++) g[j] = g[j] + p[j] * k->wd;
+    for (j = 0; j < n; j++) g[j] = OPT_FMA(p[j], k->wd, g[j]);
 }
 
 /* Adam/AdamW: s1 exp_avg, s2 exp_avg_sq, s3 max_exp_avg_sq (amsgrad). The
@@ -126,7 +130,7 @@ static void OPT_S(adam_tile)(int n, OPT_T *restrict p, OPT_T *restrict g, OPT_T 
     if (adamw)
       for (j = 0; j < n; j++) p[j] = p[j] * k->decay;
     else
-      for (j = 0; j < n; j++) tmp[j] = tmp[j] + p[j] * k->wd;
+      for (j = 0; j < n; j++) tmp[j] = OPT_FMA(p[j], k->wd, tmp[j]);
   }
   /* exp_avg.lerp_(grad, 1 - beta1) as ATen's vectors do it: one fmadd */
   const OPT_T w = k->lerp_w;
@@ -134,7 +138,7 @@ static void OPT_S(adam_tile)(int n, OPT_T *restrict p, OPT_T *restrict g, OPT_T 
     for (j = 0; j < n; j++) s1[j] = OPT_FMA(w, tmp[j] - s1[j], s1[j]);
   else
     for (j = 0; j < n; j++) s1[j] = OPT_FMA(w - (OPT_T)1, tmp[j] - s1[j], tmp[j]);
-  for (j = 0; j < n; j++) s2[j] = s2[j] * k->beta2 + k->c2 * tmp[j] * tmp[j];
+  for (j = 0; j < n; j++) s2[j] = OPT_FMA(k->c2 * tmp[j], tmp[j], s2[j] * k->beta2);
   const OPT_T *v = s2;
   if (amsgrad) {
     for (j = 0; j < n; j++) /* Vectorized maximum: NaN propagating */
@@ -166,7 +170,7 @@ static void OPT_S(sgd_tile)(int n, OPT_T *restrict p, OPT_T *restrict g, OPT_T *
     else
       for (j = 0; j < n; j++) tmp[j] = s1[j];
   }
-  for (j = 0; j < n; j++) p[j] = p[j] + tmp[j] * k->neg_step_size;
+  for (j = 0; j < n; j++) p[j] = OPT_FMA(tmp[j], k->neg_step_size, p[j]);
 }
 
 /* Adagrad: s1 state_sum. */
@@ -177,8 +181,8 @@ static void OPT_S(adagrad_tile)(int n, OPT_T *restrict p, OPT_T *restrict g, OPT
   OPT_S(grad_prologue)(n, g, p, k, has_scale, 0, 0);
   for (j = 0; j < n; j++) tmp[j] = maximize ? g[j] * (OPT_T)-1 : g[j];
   if (has_wd)
-    for (j = 0; j < n; j++) tmp[j] = tmp[j] + p[j] * k->wd;
-  for (j = 0; j < n; j++) s1[j] = s1[j] + tmp[j] * tmp[j];
+    for (j = 0; j < n; j++) tmp[j] = OPT_FMA(p[j], k->wd, tmp[j]);
+  for (j = 0; j < n; j++) s1[j] = OPT_FMA(tmp[j], tmp[j], s1[j]);
   OPT_T std_[NK_OPT_TILE];
   OPT_S(sqrt_tile)(n, std_, s1);
   for (j = 0; j < n; j++) p[j] = p[j] - k->clr * tmp[j] / (std_[j] + k->eps);
