@@ -132,7 +132,7 @@ def line_plot(path, series, title="", xlabel="step", ylabel="loss", width=800, h
         return bottom - (bottom - top) * (v - ymin) / (ymax - ymin)
 
     grey, black = (225, 225, 225), (0, 0, 0)
-    for v in _ticks(ymin, ymax):
+    for v in _ticks(ymin, ymax, 8):
         c.line(left, Y(v), right, Y(v), grey)
         label = f"{v:.2f}"
         c.text(left - 8 - 12 * len(label), int(Y(v)) - 7, label)
