@@ -20,9 +20,13 @@ import torch.nn.functional as F
 from common import AMP_DTYPES, run_main
 
 
+ACTIVATIONS = {"relu": F.relu, "silu": F.silu, "gelu": F.gelu}
+
+
 class BasicBlock(nn.Module):
-    def __init__(self, c_in, c_out, stride=1):
+    def __init__(self, c_in, c_out, stride=1, act="relu"):
         super().__init__()
+        self.act = ACTIVATIONS[act]
         self.conv1 = nn.Conv2d(c_in, c_out, 3, stride, 1, bias=False)
         self.bn1 = nn.BatchNorm2d(c_out)
         self.conv2 = nn.Conv2d(c_out, c_out, 3, 1, 1, bias=False)
@@ -32,20 +36,21 @@ class BasicBlock(nn.Module):
             self.shortcut = nn.Sequential(nn.Conv2d(c_in, c_out, 1, stride, bias=False), nn.BatchNorm2d(c_out))
 
     def forward(self, x):
-        out = F.relu(self.bn1(self.conv1(x)))
+        out = self.act(self.bn1(self.conv1(x)))
         out = self.bn2(self.conv2(out))
-        return F.relu(out + self.shortcut(x))
+        return self.act(out + self.shortcut(x))
 
 
 class ResNet(nn.Module):
-    def __init__(self, num_classes=10, widths=(16, 32), blocks_per_stage=1):
+    def __init__(self, num_classes=10, widths=(16, 32), blocks_per_stage=1, act="relu"):
         super().__init__()
         self.stem = nn.Sequential(nn.Conv2d(3, widths[0], 3, 1, 1, bias=False),
-                                  nn.BatchNorm2d(widths[0]), nn.ReLU(inplace=True))
+                                  nn.BatchNorm2d(widths[0]),
+                                  nn.ReLU(inplace=True) if act == "relu" else nn.SiLU() if act == "silu" else nn.GELU())
         layers, c = [], widths[0]
         for i, w in enumerate(widths):
             for j in range(blocks_per_stage):
-                layers.append(BasicBlock(c, w, stride=2 if (i > 0 and j == 0) else 1))
+                layers.append(BasicBlock(c, w, stride=2 if (i > 0 and j == 0) else 1, act=act))
                 c = w
         self.layers = nn.Sequential(*layers)
         self.fc = nn.Linear(c, num_classes)
