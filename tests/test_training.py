@@ -289,3 +289,28 @@ def test_dataloader_pin_memory_feeds_neuron(pin_memory_device):
     assert len(curves["cpu"]) == 12
     assert max(abs(a - b) / abs(b) for a, b in zip(curves["neuron"], curves["cpu"])) <= 1e-5
 
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("dim", [0, 2])
+def test_weight_norm_interface_native(dtype, dim):
+    # torch._weight_norm takes the fused _weight_norm_interface (ops_train.cpp)
+    # for dim 0 and the last dim; forward and backward against the CPU
+    g = torch.Generator().manual_seed(0)
+    v = torch.randn(5, 4, 3, generator=g).to(dtype)
+    gshape = [1, 1, 1]
+    gshape[dim] = v.shape[dim]
+    gain = torch.rand(gshape, generator=g).add(0.5).to(dtype)
+    grad = torch.randn(5, 4, 3, generator=g).to(dtype)
+    out = {}
+    for device in ("cpu", "neuron"):
+        vv = v.to(device).detach().requires_grad_()
+        gg = gain.to(device).detach().requires_grad_()
+        with fallback_mode("error" if device == "neuron" else "warn"):
+            w = torch._weight_norm(vv, gg, dim)
+            w.backward(grad.to(device))
+        out[device] = (w.detach().cpu(), vv.grad.cpu(), gg.grad.cpu())
+    tol = dict(atol=1e-5, rtol=1e-5) if dtype == torch.float32 else dict(atol=1e-2, rtol=1e-2)
+    for a, b in zip(out["neuron"], out["cpu"]):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        torch.testing.assert_close(a, b, **tol)
