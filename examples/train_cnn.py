@@ -1,7 +1,9 @@
 """Train a small ResNet on synthetic images.
 
 Basic residual blocks (conv3x3 - BatchNorm - ReLU, a 1x1 projection where
-the shape changes), global average pooling and a linear classifier, trained
+the shape changes; build_model(act="silu") swaps ReLU for SiLU, which the
+tests use: ReLU's kink turns rounding differences into discrete gradient
+changes), global average pooling and a linear classifier, trained
 with SGD (momentum 0.9, Nesterov, weight decay) and a cosine learning-rate
 schedule on 10 classes of synthetic 3x16x16 images: each class is a smooth
 random pattern, each image that pattern under noise.  The data comes from a
