@@ -1,69 +1,78 @@
-"""Train one small MLP on cpu and on neuron from identical weights and data,
-and show that the two runs agree.
+"""`make demo`: train the small GPT of train_gpt.py on neuron and on cpu from
+the same seed and show that the two learning curves are the same.
 
-The training code is what a cuda script would be: only the device string
-differs.  `python examples/demo.py` runs both and prints the loss curves side
-by side; `--device cpu` or `--device neuron` runs one.
+Prints the two loss curves side by side (every --every steps and the last),
+the steps/s of each device after the first step (which carries one-time
+costs: torch.optim's imports, allocator warm-up), the speed ratio
+neuron/cpu, the largest relative difference of the curves, the ops that
+fell back to the CPU on neuron (the target is none), and writes a PNG of
+both curves (default build/demo_loss.png).  The training code is
+examples/train_gpt.py's: only the device string differs between the runs.
+
+    python examples/demo.py [--steps 200] [--seed 0] [--amp none|bf16|fp16] [--png PATH]
 """
 import argparse
-import copy
+import os
+import sys
 import time
 
 import torch
 
-STEPS = 200
-REPORT_EVERY = 20
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import png_plot  # noqa: E402
+import train_gpt  # noqa: E402
 
 
-def make_problem(seed=0):
-    """A regression task on synthetic data and a freshly initialised model,
-    built on the CPU from a fixed seed so every device starts identically."""
-    g = torch.Generator().manual_seed(seed)
-    x = torch.randn(512, 16, generator=g)
-    true_w = torch.randn(16, 1, generator=g)
-    y = torch.sin(x @ true_w) + 0.1 * torch.randn(512, 1, generator=g)
-    torch.manual_seed(seed)
-    model = torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.Tanh(), torch.nn.Linear(64, 1))
-    return model, x, y
+def timed_train(device, steps, seed, amp):
+    """(losses, steps/s after step 0) of train_gpt.train on `device`."""
+    marks = {}
 
+    def on_step(step, loss):
+        if step == 0:
+            float(loss)  # wait for step 0: its one-time costs stay out of the rate
+            marks["t0"] = time.perf_counter()
 
-def train(device, model, x, y, steps=STEPS):
-    """The whole device-specific part is `device`.  Returns (losses, steps/s)."""
-    model = copy.deepcopy(model).to(device)
-    x, y = x.to(device), y.to(device)
-    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    losses = []
-    start = time.perf_counter()
-    for _ in range(steps):
-        opt.zero_grad()
-        loss = torch.nn.functional.mse_loss(model(x), y)
-        loss.backward()
-        opt.step()
-        losses.append(loss.detach())
-    losses = [l.item() for l in losses]  # one host read at the end: stays async
-    return losses, steps / (time.perf_counter() - start)
+    losses, _ = train_gpt.train(device, steps, seed=seed, amp=amp, on_step=on_step)
+    elapsed = time.perf_counter() - marks["t0"]  # train() has read every loss back
+    return losses, (steps - 1) / elapsed if steps > 1 else float("nan")
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device", choices=["cpu", "neuron"], default=None,
-                        help="run one device (default: both, side by side)")
-    parser.add_argument("--steps", type=int, default=STEPS)
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--amp", choices=sorted(train_gpt.AMP_DTYPES), default="none")
+    parser.add_argument("--every", type=int, default=10, help="print every N-th step")
+    parser.add_argument("--png", default=os.path.join("build", "demo_loss.png"))
     args = parser.parse_args()
 
-    model, x, y = make_problem()
-    devices = [args.device] if args.device else ["cpu", "neuron"]
-    runs = {d: train(d, model, x, y, args.steps) for d in devices}
+    import torchneuron  # only for the fallback counts; the training needs no import
 
-    print("step  " + "  ".join(f"{d + ' loss':>14}" for d in devices))
-    for step in list(range(0, args.steps, REPORT_EVERY)) + [args.steps - 1]:
-        print(f"{step:4d}  " + "  ".join(f"{runs[d][0][step]:14.6f}" for d in devices))
-    for d in devices:
-        print(f"{d}: {runs[d][1]:.1f} steps/s")
-    if len(devices) == 2:
-        cpu_losses, dev_losses = runs["cpu"][0], runs["neuron"][0]
-        rel = max(abs(a - b) / max(abs(a), 1e-12) for a, b in zip(cpu_losses, dev_losses))
-        print(f"max relative difference of the loss curves: {rel:.3e}")
+    torchneuron._C.set_fallback_mode("silent")
+    torchneuron._C.reset_fallback_stats()
+    runs = {}
+    for device in ("neuron", "cpu"):
+        print(f"training train_gpt.py on {device} ({args.steps} steps, seed {args.seed}, amp {args.amp}) ...",
+              flush=True)
+        runs[device] = timed_train(device, args.steps, args.seed, args.amp)
+    fallbacks = torchneuron._C.fallback_stats()
+
+    cpu, neuron = runs["cpu"][0], runs["neuron"][0]
+    print(f"\n{'step':>5}  {'cpu loss':>12}  {'neuron loss':>12}  {'rel diff':>9}")
+    shown = sorted(set(range(0, args.steps, max(1, args.every))) | {args.steps - 1})
+    for s in shown:
+        print(f"{s:5d}  {cpu[s]:12.6f}  {neuron[s]:12.6f}  {abs(neuron[s] - cpu[s]) / abs(cpu[s]):9.2e}")
+    worst = max(abs(a - b) / abs(b) for a, b in zip(neuron, cpu))
+    cpu_rate, neuron_rate = runs["cpu"][1], runs["neuron"][1]
+    print(f"\ncpu:    {cpu_rate:8.2f} steps/s   ({torch.get_num_threads()} threads)")
+    print(f"neuron: {neuron_rate:8.2f} steps/s   speed ratio neuron/cpu {neuron_rate / cpu_rate:.2f}x")
+    print(f"largest relative difference of the loss curves over {args.steps} steps: {worst:.2e}")
+    print("ops that fell back to the CPU on neuron: " + (", ".join(sorted(fallbacks)) or "none"))
+
+    os.makedirs(os.path.dirname(os.path.abspath(args.png)), exist_ok=True)
+    png_plot.line_plot(args.png, [("cpu", cpu, (150, 190, 255), 7), ("neuron", neuron, (230, 90, 20), 2)],
+                       title=f"train_gpt.py: cpu vs neuron, seed {args.seed}")
+    print(f"loss curves plotted in {args.png}")
 
 
 if __name__ == "__main__":
