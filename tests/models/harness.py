@@ -5,7 +5,8 @@ The model is built on the CPU with a fixed seed, deep-copied to neuron, and
 both copies run the same forward + backward (a loss from the logits).  The
 model is in eval mode (no dropout: its random masks could not agree across
 devices) except its BatchNorm layers, which stay in training mode so that the
-batch-statistics path (and its running-stat update) is exercised.
+batch-statistics path (and its running-stat update) is exercised (unless the
+spec says train_batchnorm=False, with its reason).
 
 Moving the model.  The harness does what a user does, `copy.deepcopy(model)
 .to("neuron")`, but that unties tied parameters (an LM head sharing the token
@@ -126,7 +127,7 @@ def build(spec):
     model = spec.model(spec.config())
     model.eval()
     for module in model.modules():
-        if isinstance(module, torch.nn.modules.batchnorm._BatchNorm):
+        if spec.train_batchnorm and isinstance(module, torch.nn.modules.batchnorm._BatchNorm):
             module.train()
     inputs = spec.inputs(torch.Generator().manual_seed(SEED + 1))
     return model, inputs
