@@ -16,13 +16,18 @@ Usage: python bench/models.py [--repeats N] [--quick] [--models gpt2,llama,bert]
 """
 import argparse
 import copy
+import os
 import warnings
 
-import torch
-import transformers as tf
+# Never the hub (random weights from configs), nor kernels from it.
+for _var, _value in (("HF_HUB_OFFLINE", "1"), ("TRANSFORMERS_OFFLINE", "1"), ("USE_HUB_KERNELS", "NO")):
+    os.environ.setdefault(_var, _value)
 
-import torchneuron  # noqa: F401  (registers the device)
-from timing import median_seconds
+import torch  # noqa: E402
+import transformers as tf  # noqa: E402
+
+import torchneuron  # noqa: E402,F401  (registers the device)
+from timing import median_seconds  # noqa: E402
 
 VOCAB = 2048
 

@@ -15,10 +15,18 @@ A model that cannot match the CPU is listed in `XFAIL` (below the table) with
 its reason; the test marks it as a strict xfail.
 """
 import dataclasses
+import os
 from typing import Callable
 
-import torch
-import transformers as tf
+# Never the hub: every model here comes from a config (random weights).
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# Nor kernels from the hub (transformers' `kernels` integration would look up
+# their publishers on the hub when it is imported).
+os.environ.setdefault("USE_HUB_KERNELS", "NO")
+
+import torch  # noqa: E402
+import transformers as tf  # noqa: E402
 
 VOCAB = 99
 BATCH = 2
@@ -263,9 +271,10 @@ assert len(BY_NAME) == len(MODELS), "duplicate model names"
 # listed; tests/models/test_models.py marks them as strict xfails).
 XFAIL = {
     "mixtral": "torch.histc on int32: transformers' default MoE path (grouped_mm experts) counts "
-               "tokens per expert with histc on an int32 tensor on every device but cpu/mps "
-               "(CUDA's histc takes integers); neuron's histc sends integer inputs to the CPU "
-               "fallback, and the CPU's histc has no integer kernel: NotImplementedError "
-               "\"histogram_cpu\" not implemented for 'Int'.  Needs a native integer histc "
-               "(ops_tail).  _grouped_mm itself is native; qwen2_moe runs the eager experts.",
+               "tokens per expert with histc on an int32 tensor on every device but cpu/mps, "
+               "because CUDA's histc takes integers; neuron's histc (ops_tail) is ATen's CPU "
+               "function histogram_histc, floating dtypes only, and raises the CPU's "
+               "NotImplementedError \"histogram_cpu\" not implemented for 'Int' (natively: no "
+               "fallback is counted).  Needs integer inputs in neuron's histc, as CUDA's.  "
+               "_grouped_mm itself is native; qwen2_moe runs the eager experts.",
 }
