@@ -62,6 +62,9 @@ class Result:
     grad_mismatch: str = ""  # set when the parameters with a gradient differ
     ties_lost: int = 0  # tied parameters `.to(device)` made separate (re-tied)
     fallback: dict = dataclasses.field(default_factory=dict)
+    bf16_err: float = float("nan")  # logits under bfloat16 autocast (information only)
+    bf16_fallback: dict = dataclasses.field(default_factory=dict)
+    bf16_error: str = ""
     cpu_s: float = float("nan")
     neuron_s: float = float("nan")
 
@@ -177,9 +180,35 @@ def time_both(spec, cpu_run, dev_run, device, repeats):
     return statistics.median(cpu), statistics.median(dev)
 
 
-def run(spec, device="neuron", repeats=0):
+def run_bf16(spec, result, cpu_run, dev_run, device):
+    """Forward + backward under bfloat16 autocast on both devices: the ops
+    that fell back on device, and the logits' scaled error (not asserted: the
+    CPU's autocast lists differ from CUDA's, which neuron's follow)."""
+    outs = []
+    for (model, inputs), dev in ((cpu_run, torch.device("cpu")), (dev_run, device)):
+        model.zero_grad(set_to_none=True)
+        previous = torchneuron._C.get_fallback_mode()
+        torchneuron._C.set_fallback_mode("silent")
+        torchneuron._C.reset_fallback_stats()
+        try:
+            with torch.autocast(dev.type, dtype=torch.bfloat16):
+                out, _ = step(spec, model, inputs)
+            sync(dev)
+            outs.append(out.float())
+        except Exception as exc:
+            result.bf16_error = f"{dev.type}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            return
+        finally:
+            if dev.type != "cpu":
+                result.bf16_fallback = dict(sorted(torchneuron._C.fallback_stats().items()))
+            torchneuron._C.set_fallback_mode(previous)
+    result.bf16_err = scaled_error(outs[1], outs[0])
+
+
+def run(spec, device="neuron", repeats=0, bf16=False):
     """Runs spec on cpu and device; returns a Result.  repeats > 0 also times
-    forward+backward (median of `repeats` runs after a warm-up) on both."""
+    forward+backward (median of `repeats` runs after a warm-up) on both; bf16
+    also runs both under bfloat16 autocast (run_bf16)."""
     result = Result(spec.name)
     device = torch.device(device)
     try:
@@ -221,6 +250,8 @@ def run(spec, device="neuron", repeats=0):
         if missing:
             result.grad_mismatch = "gradient present on one device only: " + ", ".join(missing[:5])
 
+        if bf16:
+            run_bf16(spec, result, (cpu_model, cpu_inputs), (dev_model, dev_inputs), device)
         if repeats:
             previous = torchneuron._C.get_fallback_mode()
             torchneuron._C.set_fallback_mode("silent")

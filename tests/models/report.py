@@ -28,11 +28,19 @@ def fmt_err(x):
     return f"{x:.1e}"
 
 
+def bf16(r):
+    if r.bf16_error:
+        return f"error: `{r.bf16_error}`"
+    fb = ", ".join(f"`{op}` ({count})" for op, count in r.bf16_fallback.items()) or "none"
+    return f"{fb}, {fmt_err(r.bf16_err)}"
+
+
 def render(results, repeats, load):
     n = len(results)
     runs = sum(r.runs for r in results)
     match = sum(r.matches for r in results)
     clean = sum(r.runs and not r.fallback for r in results)
+    clean16 = sum(r.runs and not r.bf16_error and not r.bf16_fallback for r in results)
     lines = [
         "# Hugging Face models on neuron",
         "",
@@ -57,19 +65,22 @@ def render(results, repeats, load):
         "backend, so `Module._apply` replaces each module's Parameter instead of setting",
         "`param.data` (`torch.__future__.set_swap_module_params_on_conversion(True)` keeps",
         "ties); tests/models/test_models.py holds it as a strict xfail.",
+        "*bf16 autocast*: the same forward + backward under `torch.autocast(device, bfloat16)`",
+        "on both: the ops that fell back on neuron, and the logits' scaled error (information",
+        "only: neuron's autocast follows CUDA's op lists, the CPU's differ).",
         "",
         f"**Totals: {n} models; {runs} run, {match} match the CPU, "
-        f"{clean} with zero fallback ops.**",
+        f"{clean} with zero fallback ops (float32), {clean16} under bfloat16 autocast.**",
         "",
-        "| model | runs | matches cpu | logits err | worst grad err | ties lost | fallback ops | time neuron/cpu |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| model | runs | matches cpu | logits err | worst grad err | ties lost | fallback ops | time neuron/cpu | bf16 autocast: fallback ops, logits err |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in results:
         fb = ", ".join(f"`{op}` ({count})" for op, count in r.fallback.items()) or "none"
         if not r.runs:
             reason = specs.XFAIL.get(r.name)
             lines.append(f"| {r.name} | error: `{r.error}` | no" + (" (xfail)" if reason else "")
-                         + f" | | | | {fb} | |")
+                         + f" | | | | {fb} | | |")
             continue
         xfail = specs.XFAIL.get(r.name)
         matches = "yes" if r.matches else "**no**"
@@ -79,11 +90,13 @@ def render(results, repeats, load):
             matches += f" ({r.grad_mismatch})"
         grad = fmt_err(r.grad_err) + (f" `{r.worst_grad}`" if not r.matches else "")
         lines.append(f"| {r.name} | yes | {matches} | {fmt_err(max(r.logits_err, r.loss_err))} | "
-                     f"{grad} | {r.ties_lost} | {fb} | {r.ratio:.2f} |")
+                     f"{grad} | {r.ties_lost} | {fb} | {r.ratio:.2f} | {bf16(r)} |")
     ops = {}
     for r in results:
         for op in r.fallback:
             ops.setdefault(op, []).append(r.name)
+        for op in r.bf16_fallback:
+            ops.setdefault(op, []).append(r.name + " (bf16)")
     lost = [r.name for r in results if r.ties_lost]
     lines += ["", f"Models whose tied parameters `.to(\"neuron\")` untied: {len(lost)} "
               f"({', '.join(lost) or 'none'})."]
@@ -116,7 +129,7 @@ def main(argv=None):
     results = []
     load = os.getloadavg()[0]
     for spec in chosen:
-        r = harness.run(spec, repeats=args.repeats)
+        r = harness.run(spec, repeats=args.repeats, bf16=True)
         print(("ok   " if r.matches else "FAIL ") + r.describe()
               + (f"; time ratio {r.ratio:.2f}" if r.runs else ""), flush=True)
         results.append(r)
