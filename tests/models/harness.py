@@ -33,7 +33,9 @@ judged against that floor instead (an absolute error of 1e-6 G): such
 gradients (a key projection's bias, a bias followed by batch norm) are
 analytically zero, and what either device computes for them is rounding noise,
 ~eps * G * sqrt(K), of the larger terms that cancel.  And the same parameters
-must have a gradient on both (None vs a tensor agrees).
+must have a gradient on both (None vs a tensor agrees).  A model whose CPU
+logits are ~constant (std <= MIN_LOGITS_STD: activations that vanished with a
+small init) is an error, not a match.
 """
 import copy
 import dataclasses
@@ -47,6 +49,7 @@ import torchneuron
 LOGITS_TOL = 1e-4
 GRAD_TOL = 1e-3
 GRAD_FLOOR = 1e-3
+MIN_LOGITS_STD = 1e-3  # below this a model's activations vanished: the comparison is void
 SEED = 0
 
 
@@ -217,6 +220,10 @@ def run(spec, device="neuron", repeats=0, bf16=False):
         result.ties_lost = move(dev_model, device)
         dev_inputs = to_device(cpu_inputs, device)
         cpu_out, cpu_loss = step(spec, cpu_model, cpu_inputs)
+        spread = cpu_out.detach().float().std().item() if cpu_out.numel() > 1 else 0.0
+        if not spread > MIN_LOGITS_STD:
+            raise ValueError(f"degenerate model: the CPU's logits have a standard deviation of "
+                             f"{spread:.1e}, nothing to compare (fix its config)")
 
         previous = torchneuron._C.get_fallback_mode()
         torchneuron._C.set_fallback_mode("silent")
