@@ -10,7 +10,7 @@ export CMAKE_BUILD_PARALLEL_LEVEL := $(JOBS)
 # clones and worktrees share hits.
 export CCACHE_BASEDIR ?= $(CURDIR)
 
-.PHONY: all build test ctest pytest sanitize conformance demo bench clean
+.PHONY: all build test ctest pytest sanitize conformance demo bench clean models-doc
 
 all: build
 
@@ -64,6 +64,10 @@ bench: build
 	$(VPY) bench/elementwise.py
 	$(VPY) bench/peak.py
 	for b in gemm conv attention norm loss optim train; do $(VPY) bench/$$b.py $(BENCH_ARGS) || exit 1; done
+
+# The transformers models of tests/models on neuron vs cpu: docs/models.md.
+models-doc: build
+	$(VPY) -m tests.models.report
 
 clean:
 	rm -rf build
