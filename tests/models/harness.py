@@ -9,13 +9,13 @@ batch-statistics path (and its running-stat update) is exercised (unless the
 spec says train_batchnorm=False, with its reason).
 
 Moving the model.  The harness does what a user does, `copy.deepcopy(model)
-.to("neuron")`, but that unties tied parameters (an LM head sharing the token
-embedding, BERT's decoder bias): c10's TensorImpl::has_compatible_shallow_copy_type
-counts CPU, CUDA, MPS, HIP, XPU, HPU and MTIA as "dense" and not PrivateUse1,
-so `Module._apply` cannot `param.data = moved` and makes a new Parameter per
-module instead.  `move` counts the ties lost (Result.ties_lost, reported in
-docs/models.md; test_models.py holds the strict xfail for it) and re-ties them,
-so the comparison below tests everything else.
+.to("neuron")`.  That must keep tied parameters tied (an LM head sharing the
+token embedding, BERT's decoder bias), as cuda does: c10's
+TensorImpl::has_compatible_shallow_copy_type counts no PrivateUse1 among the
+dense backends, and torchneuron's _has_compatible_shallow_copy_type
+(ops_train.cpp) adds it.  `move` still counts ties lost (Result.ties_lost,
+reported in docs/models.md, asserted 0 by test_models.py) and re-ties them,
+so a regression there fails loudly without hiding the comparison below.
 
 Tolerances (float32).  Every compared tensor gets one number, its *scaled
 error*  max|neuron - cpu| / max|cpu|  (the error relative to the tensor's own
