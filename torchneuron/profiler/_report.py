@@ -106,8 +106,9 @@ def summarize(trace: dict[str, Any]) -> dict[str, Any]:
             lanes.append({"name": name, "kind": kind, "depth": 1})
         return lane_index[key]
 
-    # Fallback ranges and the correlation ids inside them.
-    fallback_ids: set[int] = set()
+    # Fallback ranges; the ops nested in them (the fallback's own copies are
+    # launched by the aten::_to_copy / copy_ ops it runs) are found below.
+    fallback_ids: dict[int, str] = {}  # External id of an op in a fallback -> the fallback
     fallback_counts: dict[str, int] = defaultdict(int)
     cpu_by_corr: dict[int, dict] = {}
     for e in cpu_events:
@@ -117,8 +118,6 @@ def summarize(trace: dict[str, Any]) -> dict[str, Any]:
             cpu_by_corr.setdefault(ext, e)
         if str(e.get("name", "")).startswith(FALLBACK_PREFIX):
             fallback_counts[e["name"][len(FALLBACK_PREFIX):]] += 1
-            if ext:
-                fallback_ids.add(ext)
 
     names: list[str] = []
     name_index: dict[str, int] = {}
@@ -137,20 +136,24 @@ def summarize(trace: dict[str, Any]) -> dict[str, Any]:
         by_lane[lane_of(e, "cpu")].append(e)
     for e in device_events:
         lane_of(e, "device")
-    fallback_spans: list[tuple[float, float]] = []
     for lane, evs in by_lane.items():
         evs.sort(key=lambda e: (float(e["ts"]), -float(e.get("dur", 0))))
-        stack: list[float] = []
+        stack: list[tuple[float, str | None]] = []  # (end, the fallback it is in)
         for e in evs:
             s, d = float(e["ts"]), float(e.get("dur", 0))
-            while stack and stack[-1] <= s:
+            while stack and stack[-1][0] <= s:
                 stack.pop()
             depth = len(stack)
-            stack.append(s + d)
             name = str(e.get("name", ""))
             flags = FLAG_FALLBACK if name.startswith(FALLBACK_PREFIX) else 0
-            if flags:
-                fallback_spans.append((s, s + d))
+            within = name if flags else (stack[-1][1] if stack else None)
+            stack.append((s + d, within))
+            if within is not None:
+                ext = _as_int((e.get("args") or {}).get("External id"), 0)
+                if ext:
+                    fallback_ids[ext] = within
+                if not flags:
+                    flags = FLAG_IN_FALLBACK
             ev_lane.append(lane)
             ev_start.append(round(s - t0, 3))
             ev_dur.append(round(d, 3))
@@ -179,17 +182,16 @@ def summarize(trace: dict[str, Any]) -> dict[str, Any]:
         ev_link.append(corr)
         op = cpu_by_corr.get(corr)
         key = str(op.get("name")) if op is not None else name
+        if corr in fallback_ids:  # charged to the fallback, not to its inner copy ops
+            key = fallback_ids[corr]
         row = top.setdefault(key, {"name": key, "tasks": 0, "device_us": 0.0, "copies_us": 0.0,
                                    "fallback": False})
         row["tasks"] += 1
         row["device_us"] += d
         if flags & FLAG_COPY:
             row["copies_us"] += d
-        if flags & FLAG_IN_FALLBACK or key.startswith(FALLBACK_PREFIX):
+        if flags & FLAG_IN_FALLBACK:
             row["fallback"] = True
-    for key in list(top):
-        if key.startswith(FALLBACK_PREFIX):
-            top[key]["fallback"] = True
     top_rows = sorted(top.values(), key=lambda r: -r["device_us"])
     for r in top_rows:
         r["device_us"] = round(r["device_us"], 3)
@@ -285,7 +287,7 @@ tr.fallback td{background:#ffebee;color:#b71c1c}
 <span style="margin-left:14px;color:#666">wheel: zoom, drag: pan, double-click: reset</span></div>
 <div class="legend"><span><i class="sw" style="background:#d32f2f"></i>CPU fallback</span>
 <span><i class="sw" style="background:#26a69a"></i>copy</span>
-<span><i class="sw" style="background:#ef9a9a"></i>copy of a fallback</span>
+<span><i class="sw" style="background:#ef9a9a"></i>inside a fallback (its copies)</span>
 <span><i class="sw" style="background:#7986cb"></i>kernel / op (colour by name)</span></div>
 <canvas id="tl"></canvas>
 <h2>Device memory</h2>
@@ -379,7 +381,7 @@ tl.addEventListener("mousemove",function(ev){
  if(hit<0){tip.style.display="none";return;}
  var txt=D.names[E.name[hit]]+"\n"+lanes[E.lane[hit]].name+"\nstart "+fmt(E.start[hit])+"  dur "+fmt(E.dur[hit]);
  if(E.link[hit])txt+="\ncorrelation "+E.link[hit];
- if(E.flags[hit]&1)txt+="\nCPU fallback";if(E.flags[hit]&4)txt+="\ncopy of a CPU fallback";
+ if(E.flags[hit]&1)txt+="\nCPU fallback";if(E.flags[hit]&4)txt+="\ninside a CPU fallback";
  tip.textContent=txt;tip.style.display="block";tip.style.left=(ev.clientX+12)+"px";tip.style.top=(ev.clientY+12)+"px";
 });
 tl.addEventListener("mouseleave",function(){tip.style.display="none";});
