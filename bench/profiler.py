@@ -6,15 +6,19 @@ head; cross-entropy loss, AdamW).  A step is forward, backward, optimizer
 step, then torch.neuron.synchronize().
 
 Measured in one run, alternating blocks of --steps steps so that drift hits
-both sides alike:
+every side alike:
   plain     no profiler
-  profiled  inside torch.profiler.profile(activities=[CPU, PrivateUse1])
-            (the device activity on: every task traced and correlated);
-            the profiler is started before and stopped after the timed
-            steps, so the figure is the per-step cost while profiling.
-Prints the median step time of each and the ratio profiled / plain (the
-overhead is ratio - 1), and, separately, the one-off cost of stopping the
-profiler and building its results.  --memory adds profile_memory=True.
+  cpu       torch.profiler.profile(activities=[CPU])
+  neuron    torch.profiler.profile(activities=[CPU, PrivateUse1]) (the
+            device activity on: every task traced and correlated)
+The profiler is started before and stopped after the timed steps, so the
+figures are the per-step cost while profiling.  Prints the median and the
+fastest step of each side and their ratios to plain (overhead = ratio - 1;
+on a machine shared with other work the fastest steps are the less noisy
+figure), the median CPU time of the process per step (host thread and
+device workers together: the work profiling adds, whatever else runs on
+the machine), and, separately, the one-off cost of stopping the profiler.
+--memory adds profile_memory=True.
 
 --trace PATH additionally profiles a few steps with a schedule
 (wait 1, warmup 1, active 2) and record_function ranges, writes the chrome
@@ -104,12 +108,17 @@ def make_step(device, batch=8, seq=64, vocab=256):
     return step
 
 
-def time_steps(step, n):
+def time_steps(step, n, cpu_samples=None):
+    """Wall time of each of n steps; the process's CPU time (all threads:
+    the host thread and the device's workers) of each into cpu_samples."""
     samples = []
     for _ in range(n):
+        c = time.process_time()
         t = time.perf_counter()
         step()
         samples.append(time.perf_counter() - t)
+        if cpu_samples is not None:
+            cpu_samples.append(time.process_time() - c)
     return samples
 
 
@@ -117,17 +126,25 @@ ACTIVITIES = [ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]
 
 
 def measure(step, steps, repeats, memory):
-    plain, profiled, teardown = [], [], []
+    """Per-step samples of each side, blocks alternating; the one-off cost of
+    stopping the profiler (Kineto's stop and the C++ post-processing)."""
+    sides = {"plain": None, "cpu": [ProfilerActivity.CPU], "neuron": ACTIVITIES}
+    samples = {k: [] for k in sides}
+    cpu = {k: [] for k in sides}
+    teardown = []
     for _ in range(repeats):
-        plain += time_steps(step, steps)
-        prof = profile(activities=ACTIVITIES, profile_memory=memory)
-        prof.start()
-        profiled += time_steps(step, steps)
-        t = time.perf_counter()
-        prof.stop()
-        prof.key_averages()  # builds the results, the one-off post-processing
-        teardown.append(time.perf_counter() - t)
-    return statistics.median(plain), statistics.median(profiled), statistics.median(teardown)
+        for name, acts in sides.items():
+            if acts is None:
+                samples[name] += time_steps(step, steps, cpu[name])
+                continue
+            prof = profile(activities=acts, profile_memory=memory)
+            prof.start()
+            samples[name] += time_steps(step, steps, cpu[name])
+            t = time.perf_counter()
+            prof.stop()
+            if name == "neuron":
+                teardown.append(time.perf_counter() - t)
+    return samples, cpu, statistics.median(teardown)
 
 
 def write_trace(step, trace_path, report_path):
@@ -169,16 +186,26 @@ def main():
     if args.trace:
         write_trace(step, args.trace, args.report)
 
-    plain, prof, teardown = measure(step, steps, repeats, args.memory)
-    ratio = prof / plain
-    print(f"TinyGPT training step on neuron, {steps} steps x {repeats} blocks per side, "
-          f"{torch.neuron.get_device_properties().multi_processor_count} device threads")
-    print(f"{'':28s}{'median step':>14s}")
-    print(f"{'no profiler':28s}{plain * 1e3:11.2f} ms")
-    label = "profiler CPU+neuron" + (" +memory" if args.memory else "")
-    print(f"{label:28s}{prof * 1e3:11.2f} ms")
-    print(f"ratio profiled / plain: {ratio:.3f}  (overhead {100 * (ratio - 1):+.1f}%)")
-    print(f"one-off: stop + build results for {steps} steps: {teardown * 1e3:.1f} ms")
+    samples, cpu, teardown = measure(step, steps, repeats, args.memory)
+    med = {k: statistics.median(v) for k, v in samples.items()}
+    low = {k: min(v) for k, v in samples.items()}
+    cpu = {k: statistics.median(v) for k, v in cpu.items()}
+    ratio = med["neuron"] / med["plain"]
+    print(f"TinyGPT training step on neuron, {steps} steps x {repeats} blocks per side "
+          f"(alternating), {torch.neuron.get_device_properties().multi_processor_count} "
+          f"device threads")
+    print(f"{'':34s}{'median step':>14s}{'ratio':>8s}{'fastest step':>15s}{'ratio':>8s}"
+          f"{'CPU time/step':>16s}{'ratio':>8s}")
+    labels = {"plain": "no profiler", "cpu": "profiler CPU only",
+              "neuron": "profiler CPU + neuron" + (" + memory" if args.memory else "")}
+    for k, label in labels.items():
+        print(f"{label:34s}{med[k] * 1e3:11.2f} ms{med[k] / med['plain']:8.3f}"
+              f"{low[k] * 1e3:12.2f} ms{low[k] / low['plain']:8.3f}"
+              f"{cpu[k] * 1e3:13.2f} ms{cpu[k] / cpu['plain']:8.3f}")
+    print(f"overhead with the device activity on: median step {100 * (ratio - 1):+.1f}%, "
+          f"fastest step {100 * (low['neuron'] / low['plain'] - 1):+.1f}%, "
+          f"CPU time {100 * (cpu['neuron'] / cpu['plain'] - 1):+.1f}%")
+    print(f"one-off: stopping the profiler after {steps} steps: {teardown * 1e3:.1f} ms")
     return 0 if math.isfinite(ratio) else 1
 
 
