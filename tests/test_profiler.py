@@ -85,15 +85,18 @@ def test_chrome_trace_has_one_lane_per_device_stream(tmp_path):
     streams = {e["args"]["stream"] for e in kernels}
     assert {s1.stream_id, s2.stream_id} <= streams, streams
     assert len(lanes) == len(streams) >= 3  # s1, s2 and the current stream of `c`
-    # device time lies within the profiled window, next to the CPU ops
-    cpu = [e for e in events if e.get("ph") == "X" and e.get("cat") == "cpu_op"]
-    lo = min(e["ts"] for e in cpu)
-    hi = max(e["ts"] + e["dur"] for e in cpu)
+    # a kernel's correlation is its op's External id, and device time is on
+    # the CPU ops' clock: a kernel starts after its op started (it is queued
+    # by the op; how much later depends on the machine's load)
+    cpu = {e["args"]["External id"]: e for e in events
+           if e.get("ph") == "X" and e.get("cat") == "cpu_op"}
     for k in kernels:
-        assert lo - 1000 <= k["ts"] <= hi + 1000
-    # a kernel's correlation is its op's External id
-    by_ext = {e["args"].get("External id"): e["name"] for e in cpu}
-    assert by_ext[kernels[0]["args"]["correlation"]].startswith("aten::")
+        op = cpu[k["args"]["correlation"]]
+        assert op["name"] in ("aten::mul", "aten::add"), op["name"]
+        assert op["ts"] - 100 <= k["ts"] <= op["ts"] + 5e6
+    # (x * 2 also fills a device scalar for the 2, launched by aten::mul)
+    assert sum(k["name"].endswith("aten::mul") for k in kernels) == 2
+    assert sum(k["name"].endswith("aten::add") for k in kernels) == 1
     del c
 
 
@@ -160,6 +163,10 @@ def test_memory_history_and_snapshot():
     assert len(blocks) == 1 and blocks[0]["state"] == "active_allocated"
     assert blocks[0]["requested_size"] == 3 << 20
     assert torch.neuron.memory._snapshot()["device_traces"] == [[], []]  # recording is off
+    # torch's own viewers read it as they read a cuda snapshot
+    from torch.cuda import _memory_viz
+    assert "segments: " in _memory_viz.segsum(snap)
+    assert "<html" in _memory_viz.trace_plot(snap).lower()
 
 
 def test_record_function_schedule_and_tensorboard_handler(tmp_path):
