@@ -68,6 +68,16 @@ def test_kernels_and_copies_have_device_time_and_their_op():
         "neuron" in prof.key_averages().table(sort_by="device_time_total").lower()
 
 
+def test_cpu_only_profiling_leaves_the_device_alone():
+    x = torch.randn(32, device="neuron")
+    started = torchneuron._C._profiler_sessions_started()
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        (x + x).cpu()
+    assert torchneuron._C._profiler_sessions_started() == started
+    assert device_events(prof) == []
+    assert any(e.name == "aten::add" for e in prof.events())
+
+
 def test_chrome_trace_has_one_lane_per_device_stream(tmp_path):
     x = torch.randn(64, 64, device="neuron")
     s1, s2 = torch.neuron.Stream(), torch.neuron.Stream()
