@@ -278,7 +278,9 @@ class NeuronActivityProfiler final : public libkineto::IActivityProfiler {
   std::unique_ptr<libkineto::IActivityProfilerSession> configure(
       const std::set<libkineto::ActivityType>& activity_types,
       const libkineto::Config& /*config*/) override {
-    // Only when the device was asked for (ProfilerActivity.PrivateUse1).
+    // Only when the device was asked for (ProfilerActivity.PrivateUse1 asks
+    // for the device types, kernels and copies; a CPU-only profile asks
+    // for the host-side PRIVATEUSE1_RUNTIME/DRIVER types, which are not ours).
     for (auto t : activity_types) {
       if (activities_.count(t)) return std::make_unique<NeuronSession>();
     }
@@ -294,8 +296,7 @@ class NeuronActivityProfiler final : public libkineto::IActivityProfiler {
  private:
   std::string name_{"neuron"};
   std::set<libkineto::ActivityType> activities_{
-      libkineto::ActivityType::CONCURRENT_KERNEL, libkineto::ActivityType::GPU_MEMCPY,
-      libkineto::ActivityType::PRIVATEUSE1_RUNTIME};
+      libkineto::ActivityType::CONCURRENT_KERNEL, libkineto::ActivityType::GPU_MEMCPY};
 };
 
 REGISTER_PRIVATEUSE1_PROFILER(NeuronActivityProfiler);
