@@ -220,6 +220,9 @@ typedef int (*nrt_kernel_fn)(const nrt_task *task, nrt_exec_ctx *ctx);
  * < NRT_KERNEL_MAX).  Registering the same id twice with a different
  * function is NRT_ERROR_INVALID_ARGUMENT. */
 nrt_status nrt_kernel_register(uint32_t id, const char *name, nrt_kernel_fn fn);
+/* The name a kernel id was registered with (NULL if none): the profiler's
+ * label for a device task, next to the task's own (ATen op) name. */
+const char *nrt_kernel_name(uint32_t id);
 
 /* Copies *task into the stream's queue and returns; blocks only while the
  * queue is full.  Checks the kernel id and operand count.  With

@@ -11,8 +11,6 @@
 #include "check.h"
 #include "test_runtime_util.h"
 
-const char *nrt_kernel_name(uint32_t id); /* runtime/src/stream.c */
-
 static size_t drain(nrt_trace_record *rec, size_t max) {
   size_t got = 0;
   CHECK_OK(nrt_trace_drain(rec, max, &got, NULL));

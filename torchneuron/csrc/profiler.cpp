@@ -70,10 +70,6 @@
 
 namespace py = pybind11;
 
-// runtime/src/stream.c: the name a kernel id was registered with (NULL if
-// none).  TODO(lead): move to neuron_runtime.h (kept here so that adding it
-// did not rebuild every glue file in this branch).
-extern "C" const char* nrt_kernel_name(uint32_t id);
 
 // torch/csrc/profiler/python/combined_traceback.h declares it, but that
 // header includes nlohmann/json, which the wheel does not ship.  Exported
