@@ -10,7 +10,7 @@ export CMAKE_BUILD_PARALLEL_LEVEL := $(JOBS)
 # clones and worktrees share hits.
 export CCACHE_BASEDIR ?= $(CURDIR)
 
-.PHONY: all build test ctest pytest sanitize conformance demo bench clean models-doc
+.PHONY: all build test ctest pytest sanitize conformance demo bench profile chromium clean models-doc
 
 all: build
 
@@ -41,8 +41,12 @@ sanitize: $(DEPS)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  tests/c/run_all.sh build/sanitize
 
+# Headless chromium for the profiler report test (idempotent, quick when present).
+chromium:
+	scripts/install-chromium.sh
+
 # pytest exits 5 when it collected nothing: that is a failure here, not a pass.
-pytest: build
+pytest: build chromium
 	@$(VPY) -m pytest -q tests; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 1; fi; exit $$rc
 
@@ -68,6 +72,12 @@ bench: build
 # The transformers models of tests/models on neuron vs cpu: docs/models.md.
 models-doc: build
 	$(VPY) -m tests.models.report
+
+# Profile a few training steps of a small GPT (torch.profiler with the neuron
+# device activity), write build/profile/trace.json and the HTML report, and
+# print the profiling overhead.
+profile: build
+	$(VPY) bench/profiler.py --trace build/profile/trace.json --report build/profile/report.html
 
 clean:
 	rm -rf build

@@ -16,6 +16,8 @@ import torch
 import torch.accelerator as _acc
 
 from torchneuron import _C
+from torchneuron import memory
+from torchneuron.memory import memory_snapshot
 
 __all__ = [
     "is_available", "is_initialized", "init", "device_count", "current_device", "set_device",
@@ -27,7 +29,7 @@ __all__ = [
     "get_rng_state", "get_rng_state_all", "set_rng_state", "set_rng_state_all",
     "default_generators", "get_device_name", "get_device_properties",
     "get_device_capability", "is_bf16_supported", "get_amp_supported_dtype",
-    "is_launch_blocking",
+    "is_launch_blocking", "memory", "memory_snapshot",
 ]
 
 _initialized = False

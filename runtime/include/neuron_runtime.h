@@ -220,6 +220,9 @@ typedef int (*nrt_kernel_fn)(const nrt_task *task, nrt_exec_ctx *ctx);
  * < NRT_KERNEL_MAX).  Registering the same id twice with a different
  * function is NRT_ERROR_INVALID_ARGUMENT. */
 nrt_status nrt_kernel_register(uint32_t id, const char *name, nrt_kernel_fn fn);
+/* The name a kernel id was registered with (NULL if none): the profiler's
+ * label for a device task, next to the task's own (ATen op) name. */
+const char *nrt_kernel_name(uint32_t id);
 
 /* Copies *task into the stream's queue and returns; blocks only while the
  * queue is full.  Checks the kernel id and operand count.  With
@@ -274,6 +277,39 @@ nrt_status nrt_mem_stats_reset_accumulated(int device);
 nrt_status nrt_mem_info(int device, size_t *free_bytes, size_t *total_bytes);
 /* Device whose HBM contains ptr, or -1 for any other address. */
 int nrt_mem_device_of(const void *ptr);
+
+/* Memory observation for profilers (torch.profiler's profile_memory, the
+ * memory-history recorder).  The observer is called after every successful
+ * nrt_mem_alloc / nrt_mem_free, outside the allocator's lock, on the
+ * calling thread; the totals are the device's after the event.  NULL turns
+ * it off.  One observer for the process. */
+enum { NRT_MEM_EVENT_ALLOC = 1, NRT_MEM_EVENT_FREE = 2 };
+typedef struct nrt_mem_event {
+  int kind;              /* NRT_MEM_EVENT_*                               */
+  int device;
+  void *ptr;
+  size_t size;           /* block size (rounded)                          */
+  size_t requested;      /* bytes asked for                               */
+  int64_t stream;        /* stream id of the block's segment              */
+  uint64_t allocated_bytes, reserved_bytes;
+} nrt_mem_event;
+typedef void (*nrt_mem_observer)(const nrt_mem_event *e);
+void nrt_mem_set_observer(nrt_mem_observer fn);
+
+/* The allocator's state (torch.cuda.memory_snapshot): every block of every
+ * segment of the device, each segment's blocks in address order.  Fills up
+ * to max entries and sets *n to the total count (call again with a bigger
+ * buffer when *n > max). */
+enum { NRT_BLOCK_FREE = 0, NRT_BLOCK_ALLOCATED = 1, NRT_BLOCK_PENDING_FREE = 2 };
+typedef struct nrt_mem_block_info {
+  void *segment;         /* address of the block's segment                */
+  void *ptr;
+  size_t size, requested;
+  int state;             /* NRT_BLOCK_*                                   */
+  int large_pool;        /* 1: large pool, 0: small pool                  */
+  int64_t stream;
+} nrt_mem_block_info;
+nrt_status nrt_mem_snapshot(int device, nrt_mem_block_info *out, size_t max, size_t *n);
 
 /* Page-locked ("pinned") host memory: copies from/to it are truly async. */
 nrt_status nrt_host_alloc(size_t bytes, void **ptr);
@@ -340,6 +376,12 @@ int nrt_trace_enabled(void);
 nrt_status nrt_trace_drain(nrt_trace_record *out, size_t max, size_t *n,
                            uint64_t *dropped);
 uint64_t nrt_now_ns(void); /* the clock the trace uses */
+/* The calling thread's current correlation id (the profiler sets it to the
+ * ATen op being run).  A task launched with correlation 0 takes it, so
+ * copies queued by the runtime itself (nrt_memcpy_async) and every glue
+ * launch are attributed to the op without passing an id around. */
+void nrt_trace_set_correlation(uint64_t id);
+uint64_t nrt_trace_correlation(void);
 
 #ifdef __cplusplus
 }

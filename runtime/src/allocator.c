@@ -72,6 +72,12 @@ struct nrt_allocator {
   nrt_mem_stats st;
 };
 
+/* The profiler's observer (nrt_mem_set_observer): called after the lock is
+ * released, so it may take other locks (the GIL, to capture a stack). */
+static _Atomic(nrt_mem_observer) observer;
+
+void nrt_mem_set_observer(nrt_mem_observer fn) { atomic_store(&observer, fn); }
+
 nrt_status nrt_allocator_create(nrt_device *dev, nrt_allocator **out) {
   nrt_allocator *a = calloc(1, sizeof *a);
   if (!a) return nrt_fail(NRT_ERROR_INTERNAL, "out of host memory for the allocator");
@@ -326,8 +332,17 @@ nrt_status nrt_mem_alloc(nrt_stream *s, size_t bytes, void **ptr) {
   st->alloc_count++;
   st->allocation_current++;
   raise_peak(st->allocation_current, &st->allocation_peak);
+  nrt_mem_observer fn = atomic_load_explicit(&observer, memory_order_relaxed);
+  nrt_mem_event e;
+  if (fn) { /* totals read under the lock, reported after it */
+    e = (nrt_mem_event){.kind = NRT_MEM_EVENT_ALLOC, .device = a->dev->index, .ptr = b->ptr,
+                        .size = b->size, .requested = bytes, .stream = b->stream->id,
+                        .allocated_bytes = st->allocated_bytes,
+                        .reserved_bytes = st->reserved_bytes};
+  }
   pthread_mutex_unlock(&a->lock);
   *ptr = b->ptr;
+  if (fn) fn(&e);
   return NRT_SUCCESS;
 }
 
@@ -370,6 +385,14 @@ nrt_status nrt_mem_free(void *ptr) {
   st->free_count++;
   st->allocation_current--;
   b->allocated = 0;
+  nrt_mem_observer fn = atomic_load_explicit(&observer, memory_order_relaxed);
+  nrt_mem_event e;
+  if (fn) {
+    e = (nrt_mem_event){.kind = NRT_MEM_EVENT_FREE, .device = a->dev->index, .ptr = b->ptr,
+                        .size = b->size, .requested = b->requested, .stream = b->stream->id,
+                        .allocated_bytes = st->allocated_bytes,
+                        .reserved_bytes = st->reserved_bytes};
+  }
   b->free_seq = nrt_stream_launched(b->stream);
   int n = 0;
   for (int i = 0; i < b->n_uses; i++) { /* keep only streams with work left */
@@ -384,6 +407,7 @@ nrt_status nrt_mem_free(void *ptr) {
     release_to_pool(a, b);
   }
   pthread_mutex_unlock(&a->lock);
+  if (fn) fn(&e);
   return NRT_SUCCESS;
 }
 
@@ -489,4 +513,47 @@ int nrt_mem_device_of(const void *ptr) {
   for (int i = 0; i < nrt_cfg.device_count; i++)
     if (nrt_arena_contains(nrt_device_get(i)->arena, ptr)) return i;
   return -1;
+}
+
+/* Emits the blocks of the segment that starts at head, in address order. */
+static void snapshot_segment(const block *head, nrt_mem_block_info *out, size_t max, size_t *n) {
+  for (const block *b = head; b; b = b->next) {
+    if (*n < max) {
+      int state = b->allocated ? NRT_BLOCK_ALLOCATED
+                  : b->n_uses  ? NRT_BLOCK_PENDING_FREE
+                               : NRT_BLOCK_FREE;
+      out[*n] = (nrt_mem_block_info){.segment = head->ptr, .ptr = b->ptr, .size = b->size,
+                                     .requested = b->allocated ? b->requested : 0,
+                                     .state = state, .large_pool = b->pool == POOL_LARGE,
+                                     .stream = b->stream->id};
+    }
+    (*n)++;
+  }
+}
+
+/* Every block is live (hash table), free (a pool) or pending, and each
+ * segment's first block (prev == NULL) is in exactly one of them: visiting
+ * the heads found there visits every segment once. */
+nrt_status nrt_mem_snapshot(int device, nrt_mem_block_info *out, size_t max, size_t *n) {
+  if (!n || (!out && max)) return nrt_fail(NRT_ERROR_INVALID_ARGUMENT, "nrt_mem_snapshot: NULL argument");
+  int count = 0;
+  nrt_status st = nrt_device_count(&count);
+  if (st != NRT_SUCCESS) return st;
+  if (device < 0 || device >= count)
+    return nrt_fail(NRT_ERROR_INVALID_DEVICE, "nrt_mem_snapshot: invalid device %d", device);
+  nrt_allocator *a = nrt_device_get(device)->alloc;
+  *n = 0;
+  pthread_mutex_lock(&a->lock);
+  for (size_t h = 0; h < (1u << HASH_BITS); h++)
+    for (const block *b = a->live[h]; b; b = b->hash_next)
+      if (!b->prev) snapshot_segment(b, out, max, n);
+  for (int s = 0; s < NRT_STREAM_SLOTS; s++)
+    for (int p = 0; p < 2; p++)
+      for (int bin = 0; bin < BIN_COUNT; bin++)
+        for (const block *b = a->pools[s][p].bins[bin]; b; b = b->pool_next)
+          if (!b->prev) snapshot_segment(b, out, max, n);
+  for (const block *b = a->pending; b; b = b->pool_next)
+    if (!b->prev) snapshot_segment(b, out, max, n);
+  pthread_mutex_unlock(&a->lock);
+  return NRT_SUCCESS;
 }

@@ -5,7 +5,10 @@
  * returns, so, as with cudaMemcpyAsync: a copy *to* pageable memory waits
  * for the stream and copies; a copy *from* pageable memory is staged into a
  * private buffer (up to STAGE_LIMIT bytes, then queued) or, when larger,
- * waits for the stream and copies directly. */
+ * waits for the stream and copies directly.
+ * Copies are named by direction ("memcpy HtoD", "DtoH", "DtoD", "HtoH") for
+ * the tracer; a synchronous copy done by the calling thread is traced too,
+ * as host work of the stream, so the profiler sees every copy. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,11 +45,14 @@ nrt_status nrt_memcpy_async(nrt_stream *s, void *dst, const void *src, size_t by
   if (!device_range(dst, bytes, &dd) || !device_range(src, bytes, &sd))
     return nrt_fail(NRT_ERROR_INVALID_ARGUMENT,
                     "nrt_memcpy_async: %zu bytes run past the end of device memory", bytes);
+  static const char *const names[2][2] = {{"memcpy HtoH", "memcpy HtoD"},
+                                          {"memcpy DtoH", "memcpy DtoD"}};
+  const char *name = names[sd >= 0][dd >= 0];
   int dst_async = dd >= 0 || nrt_host_range_pinned(dst, bytes);
   int src_async = sd >= 0 || nrt_host_range_pinned(src, bytes);
 
   if (dst_async && src_async) {
-    nrt_task t = {.kernel = NRT_KERNEL_MEMCPY, .name = "memcpy"};
+    nrt_task t = {.kernel = NRT_KERNEL_MEMCPY, .name = name};
     *(nrt_memcpy_params *)t.params = (nrt_memcpy_params){dst, src, bytes};
     return nrt_launch(s, &t);
   }
@@ -56,7 +62,7 @@ nrt_status nrt_memcpy_async(nrt_stream *s, void *dst, const void *src, size_t by
       st->dst = dst;
       st->bytes = bytes;
       memcpy(st->data, src, bytes);
-      nrt_task t = {.kernel = NRT_KERNEL_HOST_FN, .name = "memcpy"};
+      nrt_task t = {.kernel = NRT_KERNEL_HOST_FN, .name = name};
       *(nrt_host_fn_params *)t.params = (nrt_host_fn_params){copy_staged, st};
       nrt_status status = nrt_launch(s, &t);
       if (status != NRT_SUCCESS && status != NRT_ERROR_KERNEL_FAILED) free(st);
@@ -64,6 +70,8 @@ nrt_status nrt_memcpy_async(nrt_stream *s, void *dst, const void *src, size_t by
     }
   }
   nrt_status status = nrt_stream_synchronize(s);
+  uint64_t start = nrt_trace_enabled() ? nrt_now_ns() : 0;
   memcpy(dst, src, bytes);
+  if (start) nrt_trace_host_work(s, name, NRT_KERNEL_MEMCPY, start, nrt_now_ns());
   return status;
 }

@@ -119,6 +119,12 @@ int nrt_host_range_pinned(const void *ptr, size_t bytes);
 /* ---- trace.c */
 void nrt_trace_init(size_t capacity);
 void nrt_trace_add(const nrt_trace_record *r);
+/* The calling thread's correlation id (nrt_trace_set_correlation). */
+extern _Thread_local uint64_t nrt_trace_tls_correlation;
+/* Records host-side work done for stream s as if it were one of its tasks
+ * (a synchronous copy to pageable memory): name, kernel and times. */
+void nrt_trace_host_work(nrt_stream *s, const char *name, uint32_t kernel, uint64_t start_ns,
+                         uint64_t end_ns);
 
 /* ---- pool.c */
 void nrt_pool_init(int threads);

@@ -58,6 +58,14 @@ nrt_status nrt_kernel_register(uint32_t id, const char *name, nrt_kernel_fn fn) 
   return st;
 }
 
+const char *nrt_kernel_name(uint32_t id) {
+  if (id >= NRT_KERNEL_MAX) return NULL;
+  pthread_mutex_lock(&kernel_lock);
+  const char *name = kernel_names[id];
+  pthread_mutex_unlock(&kernel_lock);
+  return name;
+}
+
 /* ------------------------------------------------------------ exec ctx */
 
 struct nrt_exec_ctx {
@@ -311,7 +319,8 @@ static void copy_task(nrt_task *dst, const nrt_task *src) {
   dst->kernel = src->kernel;
   dst->n_operands = src->n_operands;
   dst->name = src->name;
-  dst->correlation = src->correlation;
+  /* 0: the launching thread's current op (trace.c), for the profiler */
+  dst->correlation = src->correlation ? src->correlation : nrt_trace_tls_correlation;
   for (int i = 0; i < src->n_operands; i++) {
     const nrt_operand *a = &src->operands[i];
     nrt_operand *b = &dst->operands[i];
@@ -408,7 +417,8 @@ static int try_run_inline(nrt_stream *s, const nrt_task *t) {
     int failed = execute(&inline_ctx, t) != 0;
     if (failed) record_failure(s, t, inline_ctx.message);
     if (tracing) {
-      nrt_trace_record r = {.name = t->name, .correlation = t->correlation, .kernel = t->kernel,
+      uint64_t corr = t->correlation ? t->correlation : nrt_trace_tls_correlation;
+      nrt_trace_record r = {.name = t->name, .correlation = corr, .kernel = t->kernel,
                             .device = s->device->index, .stream = s->id, .enqueue_ns = start,
                             .start_ns = start, .end_ns = nrt_now_ns(), .failed = failed};
       nrt_trace_add(&r);

@@ -1,7 +1,10 @@
 /* trace.c — the bounded ring of executed-task records the profiler drains.
  * Full ring: the oldest record is overwritten and counted as dropped.
  * Enabling clears the ring; disabling keeps it, so a profiler can stop
- * tracing and then drain.  One mutex: adds happen only while tracing. */
+ * tracing and then drain.  One mutex: adds happen only while tracing.
+ * Correlation: the profiler sets a per-thread id (the running ATen op);
+ * tasks launched with correlation 0 take the launching thread's id, so the
+ * runtime's own copies are attributed to the op that queued them. */
 #include <stdlib.h>
 #include <time.h>
 
@@ -34,6 +37,19 @@ void nrt_trace_enable(int on) {
 }
 
 int nrt_trace_enabled(void) { return atomic_load_explicit(&enabled, memory_order_relaxed); }
+
+_Thread_local uint64_t nrt_trace_tls_correlation;
+
+void nrt_trace_set_correlation(uint64_t id) { nrt_trace_tls_correlation = id; }
+uint64_t nrt_trace_correlation(void) { return nrt_trace_tls_correlation; }
+
+void nrt_trace_host_work(nrt_stream *s, const char *name, uint32_t kernel, uint64_t start_ns,
+                         uint64_t end_ns) {
+  nrt_trace_record r = {.name = name, .correlation = nrt_trace_tls_correlation, .kernel = kernel,
+                        .device = s->device->index, .stream = s->id, .enqueue_ns = start_ns,
+                        .start_ns = start_ns, .end_ns = end_ns};
+  nrt_trace_add(&r);
+}
 
 void nrt_trace_add(const nrt_trace_record *r) {
   pthread_mutex_lock(&lock);

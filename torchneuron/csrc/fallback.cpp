@@ -21,6 +21,7 @@
 #include "fallback.h"
 
 #include <ATen/native/CPUFallback.h>
+#include <ATen/record_function.h>
 #include <pybind11/stl.h>
 #include <torch/library.h>
 
@@ -124,6 +125,11 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     TORCH_WARN(name, " is not natively implemented on neuron; falling back to CPU "
                "(copies through host memory)");
   }
+  // The profiler shows the round trip as a range of its own
+  // ("neuron::fallback aten::foo"): its copies (and the CPU op) nest in it,
+  // so the report can highlight fallbacks.  Costs nothing when not profiling.
+  RECORD_FUNCTION_WITH_SCOPE(at::RecordScope::USER_SCOPE, "neuron::fallback " + name,
+                             c10::ArrayRef<const c10::IValue>{});
   at::native::cpu_fallback(op, stack);
 }
 

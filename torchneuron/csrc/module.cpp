@@ -14,6 +14,10 @@
 
 namespace py = pybind11;
 
+namespace torchneuron {
+void bind_profiler(pybind11::module& m);  // profiler.cpp
+}
+
 // kernels/src/gemm.h: the FMA peak probe behind _peak_fma (bench/peak.py).
 extern "C" int64_t nk_peak_fma(int64_t iters, int f64, int threads);
 
@@ -81,4 +85,5 @@ PYBIND11_MODULE(_C, m) {
   }, py::arg("iters"), py::arg("f64") = false, py::arg("threads") = 1);
   m.def("_compute_threads", [] { return nrt_compute_threads(); });
   bind_fallback(m);  // fallback_stats, fallback modes (fallback.cpp)
+  bind_profiler(m);  // memory history/snapshot, the Kineto plugin's state (profiler.cpp)
 }
