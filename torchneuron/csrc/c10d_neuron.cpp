@@ -1,0 +1,366 @@
+// c10d_neuron.cpp — the `neuron` c10d backend (issue 6, first slice): a
+// c10d::Backend whose collectives run the shared-memory engine in comm/
+// (neuron_comm.h) on the tensors' device memory, which is host-addressable in
+// this virtual device.  Python registers it (torchneuron/distributed.py)
+// with Backend.register_backend("neuron", ..., devices=["neuron"]).
+//
+// Decisions (first version, see the issue for what is left):
+//  - Synchronous: each collective synchronises the current stream of the
+//    tensor's device (so every kernel that produced the inputs has run), runs
+//    the engine on the calling host thread and returns a completed Work whose
+//    future already holds the outputs.  Later kernels are launched after the
+//    call returns, so they see the results: stream order holds without
+//    events.  A communication stream (overlap with compute) comes later.
+//  - Non-contiguous tensors and the list forms (allgather, reduce_scatter)
+//    go through one contiguous device buffer and copy_ (launched on the
+//    stream, ordered like any op), so the engine only sees flat memory.
+//  - Complex tensors are reduced as their real view (sum/avg), as NCCL does.
+//  - Engine failures (timeout, dead rank, mismatch) become DistBackendError
+//    with the engine's message, which names the collective.
+//  - Collectives not implemented yet keep c10d::Backend's default error
+//    ("Backend neuron does not support <collective>").
+#include <mutex>
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+#include <pybind11/chrono.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include "neuron_check.h"
+#include "neuron_comm.h"
+#include "neuron_stream.h"
+
+namespace py = pybind11;
+
+namespace torchneuron {
+namespace {
+
+class NeuronWork final : public c10d::Work {
+ public:
+  NeuronWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs)
+      : c10d::Work(rank, type), outputs_(std::move(outputs)) {
+    std::vector<c10::Device> devices;
+    for (const auto& t : outputs_) {
+      if (std::find(devices.begin(), devices.end(), t.device()) == devices.end()) {
+        devices.push_back(t.device());
+      }
+    }
+    future_ = c10::make_intrusive<c10::ivalue::Future>(
+        c10::ListType::create(c10::TensorType::get()), devices);
+    future_->markCompleted(c10::IValue(outputs_));
+    finish();
+  }
+  bool isCompleted() override { return true; }
+  bool isSuccess() const override { return true; }
+  bool wait(std::chrono::milliseconds /*timeout*/) override { return true; }
+  std::vector<at::Tensor> result() override { return outputs_; }
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+
+ private:
+  std::vector<at::Tensor> outputs_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
+nrt_dtype to_nrt(at::ScalarType t, const char* coll) {
+  switch (t) {
+    case at::kBool: return NRT_BOOL;
+    case at::kByte: return NRT_UINT8;
+    case at::kChar: return NRT_INT8;
+    case at::kShort: return NRT_INT16;
+    case at::kInt: return NRT_INT32;
+    case at::kLong: return NRT_INT64;
+    case at::kHalf: return NRT_FLOAT16;
+    case at::kBFloat16: return NRT_BFLOAT16;
+    case at::kFloat: return NRT_FLOAT32;
+    case at::kDouble: return NRT_FLOAT64;
+    default:
+      TORCH_CHECK(false, "neuron backend: ", coll, " does not support dtype ", t);
+  }
+}
+
+ncomm_op to_op(const c10d::ReduceOp& op, const char* coll) {
+  switch (op.op_) {
+    case c10d::ReduceOp::SUM: return NCOMM_SUM;
+    case c10d::ReduceOp::AVG: return NCOMM_AVG;
+    case c10d::ReduceOp::PRODUCT: return NCOMM_PRODUCT;
+    case c10d::ReduceOp::MIN: return NCOMM_MIN;
+    case c10d::ReduceOp::MAX: return NCOMM_MAX;
+    default:
+      TORCH_CHECK_NOT_IMPLEMENTED(false, "neuron backend: ", coll,
+                                  " does not support this reduce op yet (",
+                                  static_cast<int>(op.op_), ")");
+  }
+}
+
+void check_neuron(const at::Tensor& t, const char* coll) {
+  TORCH_CHECK(t.device().type() == c10::DeviceType::PrivateUse1, "neuron backend: ", coll,
+              " expects neuron tensors, got a tensor on ", t.device());
+  TORCH_CHECK(t.layout() == at::kStrided, "neuron backend: ", coll,
+              " supports only dense tensors");
+}
+
+// Reduction view: complex as real (sum/avg only).
+at::Tensor reducible(const at::Tensor& t, ncomm_op op, const char* coll) {
+  if (!t.is_complex()) return t;
+  TORCH_CHECK(op == NCOMM_SUM || op == NCOMM_AVG, "neuron backend: ", coll,
+              " on complex tensors supports only sum and avg");
+  return at::view_as_real(t);
+}
+
+class NeuronBackend final : public c10d::Backend {
+ public:
+  NeuronBackend(const std::string& key, int rank, int size, std::chrono::milliseconds timeout,
+                int64_t chunk_bytes)
+      : c10d::Backend(rank, size), timeout_(timeout) {
+    char err[512] = {0};
+    ncomm* c = nullptr;
+    int rc = ncomm_create(key.c_str(), rank, size, static_cast<size_t>(chunk_bytes),
+                          static_cast<int64_t>(timeout.count()), &c, err, sizeof err);
+    if (rc != 0) C10_THROW_ERROR(DistBackendError, std::string("neuron backend: ") + err);
+    comm_ = c;
+  }
+  ~NeuronBackend() override { ncomm_destroy(comm_); }
+
+  const std::string getBackendName() const override { return "neuron"; }
+
+  void setTimeout(std::chrono::milliseconds timeout) override { timeout_ = timeout; }
+
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
+                                           const c10d::AllreduceOptions& opts) override {
+    TORCH_CHECK(tensors.size() == 1, "neuron backend: allreduce takes one tensor per process");
+    run_allreduce(tensors[0], opts.reduceOp, opts.timeout, "all_reduce");
+    return done(c10d::OpType::ALLREDUCE, tensors);
+  }
+
+  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(
+      std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) override {
+    for (auto& t : tensors) run_allreduce(t, opts.reduceOp, opts.timeout, "all_reduce_coalesced");
+    return done(c10d::OpType::ALLREDUCE_COALESCED, tensors);
+  }
+
+  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors,
+                                        const c10d::ReduceOptions& opts) override {
+    TORCH_CHECK(tensors.size() == 1, "neuron backend: reduce takes one tensor per process");
+    // All ranks reduce (a copy); only the root keeps the result.
+    at::Tensor& t = tensors[0];
+    check_neuron(t, "reduce");
+    at::Tensor tmp = t.clone(at::MemoryFormat::Contiguous);
+    run_allreduce(tmp, opts.reduceOp, opts.timeout, "reduce");
+    if (opts.rootRank == rank_) t.copy_(tmp);
+    return done(c10d::OpType::REDUCE, tensors);
+  }
+
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
+                                           const c10d::BroadcastOptions& opts) override {
+    TORCH_CHECK(tensors.size() == 1, "neuron backend: broadcast takes one tensor per process");
+    at::Tensor& t = tensors[0];
+    check_neuron(t, "broadcast");
+    TORCH_CHECK(opts.rootRank >= 0 && opts.rootRank < size_,
+                "neuron backend: broadcast root ", opts.rootRank, " out of range");
+    at::Tensor buf = t.is_contiguous() ? t : t.contiguous();
+    {
+      Engine e(this, buf, opts.timeout);
+      e.check(ncomm_broadcast(comm_, buf.data_ptr(), buf.nbytes(), static_cast<int>(opts.rootRank)));
+    }
+    if (!buf.is_same(t)) t.copy_(buf);
+    return done(c10d::OpType::BROADCAST, tensors);
+  }
+
+  c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
+                                                 const c10d::AllgatherOptions& opts) override {
+    run_allgather(output, input, opts.timeout, "all_gather_into_tensor");
+    std::vector<at::Tensor> outs{output};
+    return done(c10d::OpType::_ALLGATHER_BASE, outs);
+  }
+
+  c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::AllgatherOptions& opts) override {
+    TORCH_CHECK(outputs.size() == inputs.size(), "neuron backend: allgather_into_tensor_coalesced "
+                "needs as many outputs as inputs");
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      run_allgather(outputs[i], inputs[i], opts.timeout, "all_gather_into_tensor_coalesced");
+    }
+    return done(c10d::OpType::COALESCED, outputs);
+  }
+
+  c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                           std::vector<at::Tensor>& inputs,
+                                           const c10d::AllgatherOptions& opts) override {
+    TORCH_CHECK(inputs.size() == 1 && outputs.size() == 1,
+                "neuron backend: allgather takes one tensor per process");
+    at::Tensor& in = inputs[0];
+    auto& outs = outputs[0];
+    TORCH_CHECK(static_cast<int>(outs.size()) == size_, "neuron backend: all_gather needs ",
+                size_, " output tensors, got ", outs.size());
+    for (const auto& o : outs) {
+      check_neuron(o, "all_gather");
+      TORCH_CHECK(o.numel() == in.numel() && o.scalar_type() == in.scalar_type(),
+                  "neuron backend: all_gather output tensors must match the input's size and "
+                  "dtype");
+    }
+    at::Tensor flat = at::empty({size_ * in.numel()}, in.options());
+    run_allgather(flat, in, opts.timeout, "all_gather");
+    for (int r = 0; r < size_; ++r) {
+      outs[r].copy_(flat.narrow(0, r * in.numel(), in.numel()).view(outs[r].sizes()));
+    }
+    return done(c10d::OpType::ALLGATHER, outs);
+  }
+
+  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(
+      at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& opts) override {
+    run_reduce_scatter(output, input, opts.reduceOp, opts.timeout, "reduce_scatter_tensor");
+    std::vector<at::Tensor> outs{output};
+    return done(c10d::OpType::_REDUCE_SCATTER_BASE, outs);
+  }
+
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::ReduceScatterOptions& opts) override {
+    TORCH_CHECK(outputs.size() == inputs.size(), "neuron backend: reduce_scatter_tensor_coalesced "
+                "needs as many outputs as inputs");
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      run_reduce_scatter(outputs[i], inputs[i], opts.reduceOp, opts.timeout,
+                         "reduce_scatter_tensor_coalesced");
+    }
+    return done(c10d::OpType::COALESCED, outputs);
+  }
+
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputs,
+                                                std::vector<std::vector<at::Tensor>>& inputs,
+                                                const c10d::ReduceScatterOptions& opts) override {
+    TORCH_CHECK(inputs.size() == 1 && outputs.size() == 1,
+                "neuron backend: reduce_scatter takes one tensor per process");
+    auto& ins = inputs[0];
+    at::Tensor& out = outputs[0];
+    TORCH_CHECK(static_cast<int>(ins.size()) == size_, "neuron backend: reduce_scatter needs ",
+                size_, " input tensors, got ", ins.size());
+    std::vector<at::Tensor> flat_parts;
+    for (const auto& t : ins) {
+      check_neuron(t, "reduce_scatter");
+      TORCH_CHECK(t.numel() == out.numel() && t.scalar_type() == out.scalar_type(),
+                  "neuron backend: reduce_scatter input tensors must match the output's size and "
+                  "dtype");
+      flat_parts.push_back(t.reshape({-1}));
+    }
+    at::Tensor flat = at::cat(flat_parts);
+    run_reduce_scatter(out, flat, opts.reduceOp, opts.timeout, "reduce_scatter");
+    return done(c10d::OpType::REDUCE_SCATTER, outputs);
+  }
+
+  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ncomm_set_timeout(comm_, timeout_ms(opts.timeout));
+      if (ncomm_barrier(comm_) != 0) fail();
+    }
+    return done(c10d::OpType::BARRIER, {});
+  }
+
+ private:
+  // Holds the engine lock for one collective after the tensor's stream has
+  // drained; check() turns an engine failure into DistBackendError.
+  struct Engine {
+    Engine(NeuronBackend* b, const at::Tensor& t, std::chrono::milliseconds timeout)
+        : backend(b), lock(b->mutex_) {
+      NEURON_CHECK(nrt_stream_synchronize(current_stream(t.device().index())));
+      ncomm_set_timeout(b->comm_, b->timeout_ms(timeout));
+    }
+    void check(int rc) {
+      if (rc != 0) backend->fail();
+    }
+    NeuronBackend* backend;
+    std::lock_guard<std::mutex> lock;
+  };
+
+  int64_t timeout_ms(std::chrono::milliseconds t) const {
+    auto use = t == c10d::kUnsetTimeout ? timeout_ : t;
+    return std::max<int64_t>(1, static_cast<int64_t>(use.count()));
+  }
+
+  [[noreturn]] void fail() {
+    C10_THROW_ERROR(DistBackendError, std::string("neuron backend: ") + ncomm_error(comm_));
+  }
+
+  c10::intrusive_ptr<c10d::Work> done(c10d::OpType type, std::vector<at::Tensor> outs) {
+    return c10::make_intrusive<NeuronWork>(rank_, type, std::move(outs));
+  }
+
+  void run_allreduce(at::Tensor& t, const c10d::ReduceOp& rop, std::chrono::milliseconds timeout,
+                     const char* coll) {
+    check_neuron(t, coll);
+    ncomm_op op = to_op(rop, coll);
+    at::Tensor buf = t.is_contiguous() ? t : t.contiguous();
+    at::Tensor view = reducible(buf, op, coll);
+    nrt_dtype dt = to_nrt(view.scalar_type(), coll);
+    {
+      Engine e(this, buf, timeout);
+      e.check(ncomm_all_reduce(comm_, view.data_ptr(), view.data_ptr(),
+                               static_cast<size_t>(view.numel()), dt, op));
+    }
+    if (!buf.is_same(t)) t.copy_(buf);
+  }
+
+  void run_allgather(at::Tensor& output, at::Tensor& input, std::chrono::milliseconds timeout,
+                     const char* coll) {
+    check_neuron(output, coll);
+    check_neuron(input, coll);
+    TORCH_CHECK(output.scalar_type() == input.scalar_type(), "neuron backend: ", coll,
+                ": output dtype ", output.scalar_type(), " differs from input dtype ",
+                input.scalar_type());
+    TORCH_CHECK(output.numel() == input.numel() * size_, "neuron backend: ", coll,
+                ": output must have world_size (", size_, ") times the input's elements, got ",
+                output.numel(), " vs ", input.numel());
+    at::Tensor in = input.is_contiguous() ? input : input.contiguous();
+    at::Tensor out = output.is_contiguous() ? output : at::empty_like(output, at::MemoryFormat::Contiguous);
+    {
+      Engine e(this, in, timeout);
+      e.check(ncomm_all_gather(comm_, in.data_ptr(), out.data_ptr(), in.nbytes()));
+    }
+    if (!out.is_same(output)) output.copy_(out);
+  }
+
+  void run_reduce_scatter(at::Tensor& output, at::Tensor& input, const c10d::ReduceOp& rop,
+                          std::chrono::milliseconds timeout, const char* coll) {
+    check_neuron(output, coll);
+    check_neuron(input, coll);
+    ncomm_op op = to_op(rop, coll);
+    TORCH_CHECK(output.scalar_type() == input.scalar_type(), "neuron backend: ", coll,
+                ": output dtype ", output.scalar_type(), " differs from input dtype ",
+                input.scalar_type());
+    TORCH_CHECK(input.numel() == output.numel() * size_, "neuron backend: ", coll,
+                ": input must have world_size (", size_, ") times the output's elements, got ",
+                input.numel(), " vs ", output.numel());
+    at::Tensor in = reducible(input.is_contiguous() ? input : input.contiguous(), op, coll);
+    at::Tensor out = output.is_contiguous() ? output : at::empty_like(output, at::MemoryFormat::Contiguous);
+    at::Tensor outv = reducible(out, op, coll);
+    nrt_dtype dt = to_nrt(in.scalar_type(), coll);
+    {
+      Engine e(this, in, timeout);
+      e.check(ncomm_reduce_scatter(comm_, in.data_ptr(), outv.data_ptr(),
+                                   static_cast<size_t>(outv.numel()), dt, op));
+    }
+    if (!out.is_same(output)) output.copy_(out);
+  }
+
+  ncomm* comm_ = nullptr;
+  std::chrono::milliseconds timeout_;
+  std::mutex mutex_;
+};
+
+}  // namespace
+
+void init_distributed(py::module& m) {
+  m.def(
+      "_create_neuron_backend",
+      [](const std::string& key, int rank, int size, std::chrono::milliseconds timeout,
+         int64_t chunk_bytes) -> c10::intrusive_ptr<c10d::Backend> {
+        return c10::make_intrusive<NeuronBackend>(key, rank, size, timeout, chunk_bytes);
+      },
+      py::arg("key"), py::arg("rank"), py::arg("size"), py::arg("timeout"),
+      py::arg("chunk_bytes") = 0, py::call_guard<py::gil_scoped_release>());
+}
+
+}  // namespace torchneuron
