@@ -61,6 +61,13 @@ int ncomm_all_gather(ncomm *c, const void *in, void *out, size_t bytes);
  * their block number `rank`.  out may be this rank's block of in. */
 int ncomm_reduce_scatter(ncomm *c, const void *in, void *out, size_t count, nrt_dtype dt,
                          ncomm_op op);
+/* All-to-all, uneven: this rank sends send_bytes[j] bytes from in +
+ * send_displs[j] to rank j and receives recv_bytes[q] bytes from rank q at
+ * out + recv_displs[q] (world entries each, in bytes; recv_bytes[q] must be
+ * what rank q sends to this rank).  in and out must not overlap. */
+int ncomm_all_to_all(ncomm *c, const void *in, const size_t *send_bytes,
+                     const size_t *send_displs, void *out, const size_t *recv_bytes,
+                     const size_t *recv_displs);
 int ncomm_barrier(ncomm *c);
 
 #ifdef __cplusplus

@@ -27,7 +27,10 @@
  *    (<= 32 KiB) skip step B: every rank reduces the whole chunk itself, in
  *    the same order, so all ranks get the same bits.  reduce_scatter: each
  *    rank writes its world pieces, rank r reduces piece r.  all_gather /
- *    broadcast: one step per chunk, plain copies.
+ *    broadcast: one step per chunk, plain copies.  all_to_all: each rank's
+ *    buffer holds world pieces of chunk/world bytes, piece j for rank j; the
+ *    step count (the largest block of any rank, in pieces) is agreed first
+ *    in the same step that compares the descriptors.
  *  - Arithmetic: rank order, float16/bfloat16 accumulated in float32 and
  *    rounded once; integers wrap (unsigned arithmetic); min/max propagate NaN;
  *    bool: sum/avg/max = or, product/min = and (what NCCL does).
@@ -68,9 +71,10 @@
 #define NC_DIRECT_BYTES ((size_t)32 << 10)
 #define NC_BLOCK 256
 
-enum { NC_BARRIER = 1, NC_ALL_REDUCE, NC_BROADCAST, NC_ALL_GATHER, NC_REDUCE_SCATTER };
+enum { NC_BARRIER = 1, NC_ALL_REDUCE, NC_BROADCAST, NC_ALL_GATHER, NC_REDUCE_SCATTER,
+       NC_ALL_TO_ALL, NC_KINDS };
 static const char *const nc_names[] = {"?", "barrier", "all_reduce", "broadcast", "all_gather",
-                                       "reduce_scatter"};
+                                       "reduce_scatter", "all_to_all"};
 
 typedef struct nc_header {
   _Atomic uint64_t magic;
@@ -220,7 +224,7 @@ static int step(ncomm *c, const nc_desc *d, int check) {
       const nc_desc *o = &ctl(c, r)->desc[s & 1u];
       if (o->kind != d->kind)
         return nc_fail(c, "rank %d called %s while rank %d called %s", r,
-                       o->kind < 6 ? nc_names[o->kind] : "?", c->rank, nc_names[d->kind]);
+                       o->kind < NC_KINDS ? nc_names[o->kind] : "?", c->rank, nc_names[d->kind]);
       if (o->count != d->count || o->dtype != d->dtype || o->op != d->op || o->root != d->root)
         return nc_fail(c,
                        "mismatched arguments across ranks: rank %d has (count %llu, dtype %u, "
@@ -621,5 +625,57 @@ int ncomm_reduce_scatter(ncomm *c, const void *in, void *outp, size_t count, nrt
     if (m) red(dst + off * es, srcs, c->world, m, op);
     off += m;
   } while (off < count);
+  return 0;
+}
+
+int ncomm_all_to_all(ncomm *c, const void *in, const size_t *send_bytes, const size_t *send_displs,
+                     void *outp, const size_t *recv_bytes, const size_t *recv_displs) {
+  if (begin(c, NC_ALL_TO_ALL)) return -1;
+  size_t per = c->chunk / (size_t)c->world;
+  per &= ~(size_t)7;
+  if (per == 0) return nc_fail(c, "chunk too small for %d ranks", c->world);
+  /* Step 0 agrees on the number of data steps: every rank publishes its
+   * largest block (sent or received) in its descriptor's count. */
+  size_t big = 0;
+  for (int j = 0; j < c->world; ++j) {
+    if (send_bytes[j] > big) big = send_bytes[j];
+    if (recv_bytes[j] > big) big = recv_bytes[j];
+  }
+  nc_desc d = {NC_ALL_TO_ALL, 0, 0, 0, big};
+  uint32_t s0 = c->seq + 1;
+  {
+    /* like step(), but the counts may differ: compare only the kind */
+    nc_ctl *me = ctl(c, c->rank);
+    me->desc[s0 & 1u] = d;
+    atomic_store_explicit(&me->seq, s0, memory_order_release);
+    futex_wake_all(&me->seq);
+    c->seq = s0;
+    if (wait_all(c, s0)) return -1;
+    for (int r = 0; r < c->world; ++r) {
+      const nc_desc *o = &ctl(c, r)->desc[s0 & 1u];
+      if (o->kind != NC_ALL_TO_ALL)
+        return nc_fail(c, "rank %d called %s while rank %d called all_to_all", r,
+                       o->kind < NC_KINDS ? nc_names[o->kind] : "?", c->rank);
+      if (o->count > big) big = (size_t)o->count;
+    }
+  }
+  const unsigned char *src = in;
+  unsigned char *dst = outp;
+  d.count = 0;
+  for (size_t off = 0; off < big; off += per) {
+    uint32_t s = c->seq + 1;
+    unsigned char *mine = buf(c, c->rank, s);
+    for (int j = 0; j < c->world; ++j) {
+      size_t n = send_bytes[j] > off ? send_bytes[j] - off : 0;
+      if (n > per) n = per;
+      if (n) memcpy(mine + (size_t)j * per, src + send_displs[j] + off, n);
+    }
+    if (step(c, &d, 0)) return -1;
+    for (int q = 0; q < c->world; ++q) {
+      size_t n = recv_bytes[q] > off ? recv_bytes[q] - off : 0;
+      if (n > per) n = per;
+      if (n) memcpy(dst + recv_displs[q] + off, buf(c, q, s) + (size_t)c->rank * per, n);
+    }
+  }
   return 0;
 }

@@ -224,6 +224,40 @@ static void t_gather_bcast_barrier(int rank, int world, size_t chunk) {
   ncomm_destroy(c);
 }
 
+/* Uneven all_to_all: rank r sends a2a_len(r, j) bytes to rank j (some
+ * empty, some spanning several steps), byte i being a2a_byte(r, j, i). */
+static size_t a2a_len(int r, int j, size_t k) { return (size_t)((r + 2 * j) % 3) * k + (r == j ? 5 : 0); }
+static unsigned char a2a_byte(int r, int j, size_t i) { return (unsigned char)(r * 37 + j * 11 + i * 3); }
+
+static void t_all_to_all(int rank, int world, size_t chunk) {
+  ncomm *c = join(rank, world, chunk, 20000);
+  CHECK(c != NULL);
+  if (!c) return;
+  const size_t ks[] = {0, 1, 777, 5000};
+  for (size_t ki = 0; ki < 4; ++ki) {
+    size_t k = ks[ki], sb[8], sd[8], rb[8], rd[8], st = 0, rt = 0;
+    for (int j = 0; j < world; ++j) {
+      sb[j] = a2a_len(rank, j, k); sd[j] = st; st += sb[j];
+      rb[j] = a2a_len(j, rank, k); rd[j] = rt; rt += rb[j];
+    }
+    unsigned char *in = malloc(st + 1), *out = malloc(rt + 1);
+    for (int j = 0; j < world; ++j)
+      for (size_t i = 0; i < sb[j]; ++i) in[sd[j] + i] = a2a_byte(rank, j, i);
+    memset(out, 0xEE, rt);
+    int rc = ncomm_all_to_all(c, in, sb, sd, out, rb, rd);
+    CHECK(rc == 0);
+    if (rc) fprintf(stderr, "%s\n", ncomm_error(c));
+    int bad = 0;
+    for (int q = 0; q < world; ++q)
+      for (size_t i = 0; i < rb[q]; ++i)
+        if (out[rd[q] + i] != a2a_byte(q, rank, i)) bad = 1;
+    CHECK(!bad);
+    free(in); free(out);
+  }
+  CHECK(ncomm_barrier(c) == 0);
+  ncomm_destroy(c);
+}
+
 /* rank 1 never calls all_reduce: rank 0 fails in time, naming it. */
 static void t_timeout(int rank, int world, size_t chunk) {
   ncomm *c = join(rank, world, chunk, 300);
@@ -322,6 +356,7 @@ int main(void) {
       CHECK(run_ranks(worlds[wi], chunks[ci], t_all_reduce) == 0);
       CHECK(run_ranks(worlds[wi], chunks[ci], t_reduce_scatter) == 0);
       CHECK(run_ranks(worlds[wi], chunks[ci], t_gather_bcast_barrier) == 0);
+      CHECK(run_ranks(worlds[wi], chunks[ci], t_all_to_all) == 0);
     }
   }
   CHECK(run_ranks(2, 0, t_timeout) == 0);

@@ -14,7 +14,10 @@
 //  - Non-contiguous tensors and the list forms (allgather, reduce_scatter)
 //    go through one contiguous device buffer and copy_ (launched on the
 //    stream, ordered like any op), so the engine only sees flat memory.
-//  - Complex tensors are reduced as their real view (sum/avg), as NCCL does.
+//  - Complex tensors are reduced as (real, imag) pairs (sum/avg), as NCCL does.
+//    (torch.distributed.all_reduce itself passes view_as_real(t), which is
+//    a CPU-fallback copy on neuron today, so complex all_reduce through the
+//    Python API is lost until view_as_real is a native view; see report.)
 //  - Engine failures (timeout, dead rank, mismatch) become DistBackendError
 //    with the engine's message, which names the collective.
 //  - Collectives not implemented yet keep c10d::Backend's default error
@@ -101,12 +104,19 @@ void check_neuron(const at::Tensor& t, const char* coll) {
               " supports only dense tensors");
 }
 
-// Reduction view: complex as real (sum/avg only).
-at::Tensor reducible(const at::Tensor& t, ncomm_op op, const char* coll) {
-  if (!t.is_complex()) return t;
+// The engine's view of a contiguous tensor for a reduction: complex tensors
+// are reduced as their (real, imag) pairs (sum/avg only), straight on the
+// data pointer (view_as_real would not be a view here while it falls back).
+struct Flat {
+  nrt_dtype dtype;
+  size_t count;
+};
+Flat flat_for_reduce(const at::Tensor& t, ncomm_op op, const char* coll) {
+  if (!t.is_complex()) return {to_nrt(t.scalar_type(), coll), static_cast<size_t>(t.numel())};
   TORCH_CHECK(op == NCOMM_SUM || op == NCOMM_AVG, "neuron backend: ", coll,
               " on complex tensors supports only sum and avg");
-  return at::view_as_real(t);
+  return {to_nrt(c10::toRealValueType(t.scalar_type()), coll),
+          static_cast<size_t>(t.numel()) * 2};
 }
 
 class NeuronBackend final : public c10d::Backend {
@@ -250,6 +260,65 @@ class NeuronBackend final : public c10d::Backend {
     return done(c10d::OpType::REDUCE_SCATTER, outputs);
   }
 
+  // all_to_all_single: splits along dim 0 (empty = even), uneven allowed.
+  c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
+                                               std::vector<int64_t>& output_splits,
+                                               std::vector<int64_t>& input_splits,
+                                               const c10d::AllToAllOptions& opts) override {
+    const char* coll = "all_to_all_single";
+    check_neuron(output, coll);
+    check_neuron(input, coll);
+    TORCH_CHECK(output.scalar_type() == input.scalar_type(), "neuron backend: ", coll,
+                ": output dtype ", output.scalar_type(), " differs from input dtype ",
+                input.scalar_type());
+    std::vector<size_t> sb, sd, rb, rd;
+    splits_to_bytes(input, input_splits, sb, sd, coll);
+    splits_to_bytes(output, output_splits, rb, rd, coll);
+    at::Tensor in = input.is_contiguous() ? input : input.contiguous();
+    at::Tensor out = output.is_contiguous() ? output : at::empty_like(output, at::MemoryFormat::Contiguous);
+    {
+      Engine e(this, in, opts.timeout);
+      e.check(ncomm_all_to_all(comm_, in.data_ptr(), sb.data(), sd.data(), out.data_ptr(),
+                               rb.data(), rd.data()));
+    }
+    if (!out.is_same(output)) output.copy_(out);
+    std::vector<at::Tensor> outs{output};
+    return done(c10d::OpType::ALLTOALL_BASE, outs);
+  }
+
+  // all_to_all (lists): tensor j of the input goes to rank j.
+  c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs,
+                                          std::vector<at::Tensor>& inputs,
+                                          const c10d::AllToAllOptions& opts) override {
+    const char* coll = "all_to_all";
+    TORCH_CHECK(static_cast<int>(inputs.size()) == size_ &&
+                    static_cast<int>(outputs.size()) == size_,
+                "neuron backend: all_to_all needs ", size_, " input and output tensors");
+    std::vector<at::Tensor> flat_in;
+    std::vector<int64_t> in_splits, out_splits;
+    for (int j = 0; j < size_; ++j) {
+      check_neuron(inputs[j], coll);
+      check_neuron(outputs[j], coll);
+      TORCH_CHECK(inputs[j].scalar_type() == inputs[0].scalar_type() &&
+                      outputs[j].scalar_type() == inputs[0].scalar_type(),
+                  "neuron backend: all_to_all tensors must share one dtype");
+      flat_in.push_back(inputs[j].reshape({-1}));
+      in_splits.push_back(inputs[j].numel());
+      out_splits.push_back(outputs[j].numel());
+    }
+    at::Tensor in = at::cat(flat_in);
+    int64_t total = 0;
+    for (auto n : out_splits) total += n;
+    at::Tensor out = at::empty({total}, in.options());
+    alltoall_base(out, in, out_splits, in_splits, opts);
+    int64_t off = 0;
+    for (int j = 0; j < size_; ++j) {
+      outputs[j].copy_(out.narrow(0, off, out_splits[j]).view(outputs[j].sizes()));
+      off += out_splits[j];
+    }
+    return done(c10d::OpType::ALLTOALL, outputs);
+  }
+
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override {
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -293,12 +362,10 @@ class NeuronBackend final : public c10d::Backend {
     check_neuron(t, coll);
     ncomm_op op = to_op(rop, coll);
     at::Tensor buf = t.is_contiguous() ? t : t.contiguous();
-    at::Tensor view = reducible(buf, op, coll);
-    nrt_dtype dt = to_nrt(view.scalar_type(), coll);
+    Flat f = flat_for_reduce(buf, op, coll);
     {
       Engine e(this, buf, timeout);
-      e.check(ncomm_all_reduce(comm_, view.data_ptr(), view.data_ptr(),
-                               static_cast<size_t>(view.numel()), dt, op));
+      e.check(ncomm_all_reduce(comm_, buf.data_ptr(), buf.data_ptr(), f.count, f.dtype, op));
     }
     if (!buf.is_same(t)) t.copy_(buf);
   }
@@ -333,16 +400,40 @@ class NeuronBackend final : public c10d::Backend {
     TORCH_CHECK(input.numel() == output.numel() * size_, "neuron backend: ", coll,
                 ": input must have world_size (", size_, ") times the output's elements, got ",
                 input.numel(), " vs ", output.numel());
-    at::Tensor in = reducible(input.is_contiguous() ? input : input.contiguous(), op, coll);
+    at::Tensor in = input.is_contiguous() ? input : input.contiguous();
     at::Tensor out = output.is_contiguous() ? output : at::empty_like(output, at::MemoryFormat::Contiguous);
-    at::Tensor outv = reducible(out, op, coll);
-    nrt_dtype dt = to_nrt(in.scalar_type(), coll);
+    Flat f = flat_for_reduce(out, op, coll);
     {
       Engine e(this, in, timeout);
-      e.check(ncomm_reduce_scatter(comm_, in.data_ptr(), outv.data_ptr(),
-                                   static_cast<size_t>(outv.numel()), dt, op));
+      e.check(ncomm_reduce_scatter(comm_, in.data_ptr(), out.data_ptr(), f.count, f.dtype, op));
     }
     if (!out.is_same(output)) output.copy_(out);
+  }
+
+  // Split sizes (rows of dim 0; empty = even) -> byte counts and offsets.
+  void splits_to_bytes(const at::Tensor& t, const std::vector<int64_t>& splits,
+                       std::vector<size_t>& bytes, std::vector<size_t>& displs, const char* coll) {
+    int64_t rows = t.dim() == 0 ? 1 : t.size(0);
+    int64_t row_bytes = rows == 0 ? 0 : static_cast<int64_t>(t.nbytes()) / rows;
+    bytes.assign(size_, 0);
+    displs.assign(size_, 0);
+    if (splits.empty()) {
+      TORCH_CHECK(rows % size_ == 0, "neuron backend: ", coll, ": dim 0 (", rows,
+                  ") is not divisible by the world size (", size_, ")");
+      for (int j = 0; j < size_; ++j) bytes[j] = static_cast<size_t>(rows / size_ * row_bytes);
+    } else {
+      TORCH_CHECK(static_cast<int>(splits.size()) == size_, "neuron backend: ", coll,
+                  ": expected ", size_, " split sizes, got ", splits.size());
+      int64_t sum = 0;
+      for (int j = 0; j < size_; ++j) {
+        TORCH_CHECK(splits[j] >= 0, "neuron backend: ", coll, ": negative split size");
+        sum += splits[j];
+        bytes[j] = static_cast<size_t>(splits[j] * row_bytes);
+      }
+      TORCH_CHECK(sum == rows, "neuron backend: ", coll, ": split sizes sum to ", sum,
+                  " but dim 0 is ", rows);
+    }
+    for (int j = 1; j < size_; ++j) displs[j] = displs[j - 1] + bytes[j - 1];
   }
 
   ncomm* comm_ = nullptr;
