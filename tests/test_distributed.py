@@ -136,6 +136,22 @@ def _check_others(rank, world):
     dist.all_to_all(outs, [t.to("neuron") for t in ins])
     for q, o in enumerate(outs):
         _same(o, _input(q, (rank + 1,), torch.float32, 17 + rank), "all_to_all")
+    # gather to / scatter from the last rank
+    root = world - 1
+    x = _input(rank, (3, 2), torch.float32, 18)
+    outs = [torch.empty(3, 2, device="neuron") for _ in range(world)] if rank == root else None
+    dist.gather(x.to("neuron"), outs, dst=root)
+    refs = [torch.empty(3, 2) for _ in range(world)] if rank == root else None
+    dist.gather(x, refs, dst=root)
+    if rank == root:
+        for o, r in zip(outs, refs):
+            _same(o, r, "gather")
+    ins = [_input(rank, (2, 5), torch.int64, 19 + j) for j in range(world)]
+    out = torch.empty(2, 5, dtype=torch.int64, device="neuron")
+    dist.scatter(out, [t.to("neuron") for t in ins] if rank == root else None, src=root)
+    ref = torch.empty(2, 5, dtype=torch.int64)
+    dist.scatter(ref, ins if rank == root else None, src=root)
+    _same(out, ref, "scatter")
     # non-contiguous, multi-chunk (> 1 MiB per rank) and async_op forms
     x = _input(rank, (40, 30), torch.float32, 11).t()
     xn = x.to("neuron")
@@ -251,10 +267,8 @@ def _worker_faults(rank, world, port, result_dir):
     else:
         time.sleep(5)
     # collectives that are not implemented yet say so, naming the collective
-    with pytest.raises(RuntimeError, match="does not support gather"):
-        dist.gather(torch.ones(2, device="neuron"),
-                    [torch.empty(2, device="neuron") for _ in range(world)] if rank == 0 else None,
-                    dst=0)
+    with pytest.raises(RuntimeError, match="does not support send"):
+        dist.send(torch.ones(2, device="neuron"), dst=1 - rank)
     # a neuron backend is only for neuron tensors
     with pytest.raises(RuntimeError):
         dist.all_reduce(torch.ones(2))
@@ -273,3 +287,32 @@ def test_faults_raise_instead_of_hanging(tmp_path):
     elapsed = float((tmp_path / "elapsed").read_text())
     assert elapsed < 30, f"the missing rank was noticed only after {elapsed:.1f} s"
     assert not [f for f in os.listdir("/dev/shm") if f.startswith("torchneuron-comm-")]
+
+
+_TORCHRUN_SCRIPT = """
+import os, torch, torch.distributed as dist
+local_rank = int(os.environ["LOCAL_RANK"])
+dist.init_process_group(backend="neuron", device_id=torch.device("neuron", 0))
+t = torch.full((5,), float(dist.get_rank() + 1), device="neuron")
+dist.all_reduce(t)
+dist.barrier()
+assert t.cpu().tolist() == [3.0] * 5, t
+assert dist.get_backend() == "neuron"
+dist.destroy_process_group()
+print("rank", local_rank, "ok")
+"""
+
+
+def test_torchrun(tmp_path):
+    """Launched as users do: torchrun, backend="neuron", device_id."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "train.py"
+    script.write_text(_TORCHRUN_SCRIPT)
+    proc = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
+         f"--master_port={_free_port()}", str(script)],
+        capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "rank 0 ok" in proc.stdout and "rank 1 ok" in proc.stdout

@@ -107,7 +107,7 @@ static void ref(nrt_dtype dt, ncomm_op op, int world, size_t i, void *p) {
   }
   if (op == NCOMM_AVG) {
     /* the engine divides the wrapped sum in the dtype */
-    char tmp[8];
+    char tmp[8] = {0};
     nk_store_i64(dt, tmp, a);
     a = nk_load_i64(dt, tmp) / world;
   }

@@ -319,6 +319,97 @@ class NeuronBackend final : public c10d::Backend {
     return done(c10d::OpType::ALLTOALL, outputs);
   }
 
+  // gather and scatter are all_to_alls where only the root receives (sends).
+  c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
+                                        std::vector<at::Tensor>& inputs,
+                                        const c10d::GatherOptions& opts) override {
+    const char* coll = "gather";
+    TORCH_CHECK(inputs.size() == 1, "neuron backend: gather takes one tensor per process");
+    int root = static_cast<int>(opts.rootRank);
+    TORCH_CHECK(root >= 0 && root < size_, "neuron backend: gather root ", root, " out of range");
+    at::Tensor in = inputs[0];
+    check_neuron(in, coll);
+    in = in.contiguous();
+    bool is_root = rank_ == root;
+    if (is_root) {
+      TORCH_CHECK(outputs.size() == 1 && static_cast<int>(outputs[0].size()) == size_,
+                  "neuron backend: gather needs ", size_, " output tensors on the root");
+      for (const auto& o : outputs[0]) {
+        check_neuron(o, coll);
+        TORCH_CHECK(o.numel() == in.numel() && o.scalar_type() == in.scalar_type(),
+                    "neuron backend: gather output tensors must match the input's size and dtype");
+      }
+    }
+    size_t n = in.nbytes();
+    std::vector<size_t> sb(size_, 0), sd(size_, 0), rb(size_, 0), rd(size_, 0);
+    sb[root] = n;
+    at::Tensor flat = at::empty({is_root ? size_ * in.numel() : 0}, in.options());
+    if (is_root) {
+      for (int q = 0; q < size_; ++q) {
+        rb[q] = n;
+        rd[q] = q * n;
+      }
+    }
+    {
+      Engine e(this, in, opts.timeout);
+      e.check(ncomm_all_to_all(comm_, in.data_ptr(), sb.data(), sd.data(),
+                               is_root ? flat.data_ptr() : nullptr, rb.data(), rd.data()));
+    }
+    std::vector<at::Tensor> outs;
+    if (is_root) {
+      for (int q = 0; q < size_; ++q) {
+        auto& o = outputs[0][q];
+        o.copy_(flat.narrow(0, q * in.numel(), in.numel()).view(o.sizes()));
+      }
+      outs = outputs[0];
+    }
+    return done(c10d::OpType::GATHER, outs);
+  }
+
+  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs,
+                                         std::vector<std::vector<at::Tensor>>& inputs,
+                                         const c10d::ScatterOptions& opts) override {
+    const char* coll = "scatter";
+    TORCH_CHECK(outputs.size() == 1, "neuron backend: scatter takes one tensor per process");
+    int root = static_cast<int>(opts.rootRank);
+    TORCH_CHECK(root >= 0 && root < size_, "neuron backend: scatter root ", root, " out of range");
+    at::Tensor& output = outputs[0];
+    check_neuron(output, coll);
+    bool is_root = rank_ == root;
+    at::Tensor flat;
+    if (is_root) {
+      TORCH_CHECK(inputs.size() == 1 && static_cast<int>(inputs[0].size()) == size_,
+                  "neuron backend: scatter needs ", size_, " input tensors on the root");
+      std::vector<at::Tensor> parts;
+      for (const auto& t : inputs[0]) {
+        check_neuron(t, coll);
+        TORCH_CHECK(t.numel() == output.numel() && t.scalar_type() == output.scalar_type(),
+                    "neuron backend: scatter input tensors must match the output's size and dtype");
+        parts.push_back(t.reshape({-1}));
+      }
+      flat = at::cat(parts);
+    } else {
+      flat = at::empty({0}, output.options());
+    }
+    at::Tensor out = output.is_contiguous() ? output : at::empty_like(output, at::MemoryFormat::Contiguous);
+    size_t n = out.nbytes();
+    std::vector<size_t> sb(size_, 0), sd(size_, 0), rb(size_, 0), rd(size_, 0);
+    rb[root] = n;
+    if (is_root) {
+      for (int j = 0; j < size_; ++j) {
+        sb[j] = n;
+        sd[j] = j * n;
+      }
+    }
+    {
+      Engine e(this, out, opts.timeout);
+      e.check(ncomm_all_to_all(comm_, flat.data_ptr(), sb.data(), sd.data(), out.data_ptr(),
+                               rb.data(), rd.data()));
+    }
+    if (!out.is_same(output)) output.copy_(out);
+    return done(c10d::OpType::SCATTER, outputs);
+  }
+
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override {
     {
       std::lock_guard<std::mutex> lock(mutex_);
