@@ -136,6 +136,20 @@ def _check_others(rank, world):
     dist.all_to_all(outs, [t.to("neuron") for t in ins])
     for q, o in enumerate(outs):
         _same(o, _input(q, (rank + 1,), torch.float32, 17 + rank), "all_to_all")
+    # premul_sum (factor as a float and as a tensor): factor * sum
+    for factor in (0.5, torch.tensor(3.0)):
+        x = _input(rank, (9,), torch.float32, 20)
+        xn = x.to("neuron")
+        dist.all_reduce(xn, op=dist._make_nccl_premul_sum(factor))
+        ref = x.clone()
+        dist.all_reduce(ref)
+        _same(xn, ref * factor, "all_reduce premul_sum")
+        out = torch.empty(3, device="neuron")
+        inp = _input(rank, (3 * world,), torch.float32, 21)
+        dist.reduce_scatter_tensor(out, inp.to("neuron"), op=dist._make_nccl_premul_sum(factor))
+        ref = inp.clone()
+        dist.all_reduce(ref)
+        _same(out, ref[rank * 3:(rank + 1) * 3] * factor, "reduce_scatter_tensor premul_sum")
     # gather to / scatter from the last rank
     root = world - 1
     x = _input(rank, (3, 2), torch.float32, 18)

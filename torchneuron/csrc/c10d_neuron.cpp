@@ -85,7 +85,9 @@ nrt_dtype to_nrt(at::ScalarType t, const char* coll) {
 
 ncomm_op to_op(const c10d::ReduceOp& op, const char* coll) {
   switch (op.op_) {
-    case c10d::ReduceOp::SUM: return NCOMM_SUM;
+    case c10d::ReduceOp::SUM:
+    case c10d::ReduceOp::PREMUL_SUM:  // the factor is applied first (premul)
+      return NCOMM_SUM;
     case c10d::ReduceOp::AVG: return NCOMM_AVG;
     case c10d::ReduceOp::PRODUCT: return NCOMM_PRODUCT;
     case c10d::ReduceOp::MIN: return NCOMM_MIN;
@@ -102,6 +104,14 @@ void check_neuron(const at::Tensor& t, const char* coll) {
               " expects neuron tensors, got a tensor on ", t.device());
   TORCH_CHECK(t.layout() == at::kStrided, "neuron backend: ", coll,
               " supports only dense tensors");
+}
+
+// PREMUL_SUM: t * factor (a new tensor), as NCCL multiplies before summing.
+at::Tensor premul(const at::Tensor& t, const c10d::ReduceOp& op) {
+  auto* sup = dynamic_cast<c10d::PreMulSumSupplement*>(op.supplement_.get());
+  TORCH_CHECK(sup != nullptr, "neuron backend: premul_sum without a factor");
+  if (sup->tensor_factor.defined()) return t * sup->tensor_factor.to(t.device());
+  return t * sup->double_factor;
 }
 
 // The engine's view of a contiguous tensor for a reduction: complex tensors
@@ -453,6 +463,7 @@ class NeuronBackend final : public c10d::Backend {
     check_neuron(t, coll);
     ncomm_op op = to_op(rop, coll);
     at::Tensor buf = t.is_contiguous() ? t : t.contiguous();
+    if (rop.op_ == c10d::ReduceOp::PREMUL_SUM) buf.copy_(premul(buf, rop));
     Flat f = flat_for_reduce(buf, op, coll);
     {
       Engine e(this, buf, timeout);
@@ -492,6 +503,7 @@ class NeuronBackend final : public c10d::Backend {
                 ": input must have world_size (", size_, ") times the output's elements, got ",
                 input.numel(), " vs ", output.numel());
     at::Tensor in = input.is_contiguous() ? input : input.contiguous();
+    if (rop.op_ == c10d::ReduceOp::PREMUL_SUM) in = premul(in, rop).contiguous();
     at::Tensor out = output.is_contiguous() ? output : at::empty_like(output, at::MemoryFormat::Contiguous);
     Flat f = flat_for_reduce(out, op, coll);
     {
