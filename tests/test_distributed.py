@@ -2,7 +2,8 @@
 comm/): every implemented collective and dtype against gloo on CPU copies of
 the same inputs, with 2 and 4 ranks (mp.spawn); DDP on neuron against
 single-process training on the global batch; faults (mismatched sizes, a rank
-that never arrives) raise instead of hanging.
+that never arrives, a rank that dies) raise instead of hanging; a torchrun
+launch.
 
 Inputs are small integers, so every reduction is exact in every dtype and
 the results must be equal, whatever order either backend reduces in."""
@@ -286,6 +287,14 @@ def _worker_faults(rank, world, port, result_dir):
     # a neuron backend is only for neuron tensors
     with pytest.raises(RuntimeError):
         dist.all_reduce(torch.ones(2))
+    # a rank that dies: the other raises at once, naming it
+    group = dist.new_group(backend="neuron", timeout=timedelta(seconds=60))
+    if rank == 1:
+        os._exit(0)
+    start = time.monotonic()
+    with pytest.raises(dist.DistBackendError, match="broadcast.*rank 1 .*died"):
+        dist.broadcast(torch.ones(3, device="neuron"), src=0, group=group)
+    assert time.monotonic() - start < 30
 
 
 def test_collectives_and_ddp_2_ranks():
@@ -304,7 +313,7 @@ def test_faults_raise_instead_of_hanging(tmp_path):
 
 
 _TORCHRUN_SCRIPT = """
-import os, torch, torch.distributed as dist
+import os, sys, torch, torch.distributed as dist
 local_rank = int(os.environ["LOCAL_RANK"])
 dist.init_process_group(backend="neuron", device_id=torch.device("neuron", 0))
 t = torch.full((5,), float(dist.get_rank() + 1), device="neuron")
@@ -313,7 +322,7 @@ dist.barrier()
 assert t.cpu().tolist() == [3.0] * 5, t
 assert dist.get_backend() == "neuron"
 dist.destroy_process_group()
-print("rank", local_rank, "ok")
+open(os.path.join(sys.argv[1], f"ok{local_rank}"), "w").close()
 """
 
 
@@ -326,7 +335,7 @@ def test_torchrun(tmp_path):
     script.write_text(_TORCHRUN_SCRIPT)
     proc = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
-         f"--master_port={_free_port()}", str(script)],
+         f"--master_port={_free_port()}", str(script), str(tmp_path)],
         capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "rank 0 ok" in proc.stdout and "rank 1 ok" in proc.stdout
+    assert (tmp_path / "ok0").exists() and (tmp_path / "ok1").exists()
