@@ -70,6 +70,13 @@ int ncomm_all_to_all(ncomm *c, const void *in, const size_t *send_bytes,
                      const size_t *recv_displs);
 int ncomm_barrier(ncomm *c);
 
+/* Point to point: messages between two ranks arrive in the order they were
+ * sent (no tags).  send returns once the message is copied into the pair's
+ * channel (it waits only while the channel's two slots are full); recv
+ * waits for it, and fails if the sender's size differs from bytes. */
+int ncomm_send(ncomm *c, const void *buf, size_t bytes, int dst);
+int ncomm_recv(ncomm *c, void *buf, size_t bytes, int src);
+
 #ifdef __cplusplus
 }
 #endif

@@ -34,6 +34,11 @@
  *  - Arithmetic: rank order, float16/bfloat16 accumulated in float32 and
  *    rounded once; integers wrap (unsigned arithmetic); min/max propagate NaN;
  *    bool: sum/avg/max = or, product/min = and (what NCCL does).
+ *  - Point to point: one channel per ordered pair of ranks (its own two
+ *    slots of chunk/4 bytes and posted/acked counters), outside the
+ *    collective step sequence, so a send/recv pair involves only its two
+ *    ranks.  A sender waits only for a free slot (the message is buffered),
+ *    so small sends never block on the receiver.
  *  - Faults: every wait has a deadline; while waiting it also checks the
  *    shared abort word and whether the awaited rank's process still exists,
  *    so a dead rank is reported at once and a rank that never arrives after
@@ -72,9 +77,9 @@
 #define NC_BLOCK 256
 
 enum { NC_BARRIER = 1, NC_ALL_REDUCE, NC_BROADCAST, NC_ALL_GATHER, NC_REDUCE_SCATTER,
-       NC_ALL_TO_ALL, NC_KINDS };
+       NC_ALL_TO_ALL, NC_KINDS, NC_SEND = NC_KINDS, NC_RECV };
 static const char *const nc_names[] = {"?", "barrier", "all_reduce", "broadcast", "all_gather",
-                                       "reduce_scatter", "all_to_all"};
+                                       "reduce_scatter", "all_to_all", "send", "recv"};
 
 typedef struct nc_header {
   _Atomic uint64_t magic;
@@ -97,8 +102,15 @@ typedef struct nc_ctl {
   nc_desc desc[2];
 } nc_ctl;
 
+typedef struct nc_chan {
+  _Atomic uint32_t posted, acked;
+  uint64_t msg_bytes[2];
+} nc_chan;
+
 struct ncomm {
   int rank, world;
+  size_t p2p_chunk;
+  uint32_t *p2p_sent, *p2p_recvd; /* per peer: pieces sent to / received from */
   int64_t timeout_ms;
   size_t chunk, map_bytes;
   unsigned char *base;
@@ -143,6 +155,18 @@ static int nc_fail(ncomm *c, const char *f, ...) {
   return -1;
 }
 
+/* A bad argument: fails this call only (nothing was published, the other
+ * ranks are not affected and the communicator stays usable). */
+static int nc_bad_arg(ncomm *c, const char *f, ...) {
+  char msg[400];
+  va_list ap;
+  va_start(ap, f);
+  vsnprintf(msg, sizeof msg, f, ap);
+  va_end(ap);
+  snprintf(c->err, sizeof c->err, "%s: %s", c->cur ? c->cur : "neuron comm", msg);
+  return -1;
+}
+
 static nc_ctl *ctl(const ncomm *c, int r) {
   return (nc_ctl *)(c->base + NC_HDR_BYTES + (size_t)r * NC_CTL_BYTES);
 }
@@ -150,6 +174,21 @@ static nc_ctl *ctl(const ncomm *c, int r) {
 static unsigned char *buf(const ncomm *c, int r, uint32_t step) {
   size_t data = NC_HDR_BYTES + (size_t)c->world * NC_CTL_BYTES;
   return c->base + data + ((size_t)r * 2 + (step & 1u)) * c->chunk;
+}
+
+static size_t data_bytes(int world, size_t chunk) { return (size_t)world * 2 * chunk; }
+static size_t p2p_chunk_of(size_t chunk) { return ((chunk / 4) + 63) & ~(size_t)63; }
+
+static nc_chan *chan(const ncomm *c, int from, int to) {
+  size_t off = NC_HDR_BYTES + (size_t)c->world * NC_CTL_BYTES + data_bytes(c->world, c->chunk);
+  return (nc_chan *)(c->base + off + ((size_t)from * (size_t)c->world + (size_t)to) * NC_CTL_BYTES);
+}
+
+static unsigned char *chan_buf(const ncomm *c, int from, int to, uint32_t piece) {
+  size_t off = NC_HDR_BYTES + (size_t)c->world * NC_CTL_BYTES + data_bytes(c->world, c->chunk) +
+               (size_t)c->world * (size_t)c->world * NC_CTL_BYTES;
+  size_t idx = ((size_t)from * (size_t)c->world + (size_t)to) * 2 + (piece & 1u);
+  return c->base + off + idx * c->p2p_chunk;
 }
 
 static void futex_wake_all(_Atomic uint32_t *addr) {
@@ -174,6 +213,31 @@ static int pid_dead(int32_t pid) {
   line[n] = 0;
   const char *p = strrchr(line, ')');
   return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
+static int wait_counter(ncomm *c, _Atomic uint32_t *s, uint32_t target, int peer) {
+  int64_t start = now_ms(), deadline = start + c->timeout_ms, next_pid_check = start + 50;
+  for (long iter = 0;; ++iter) {
+    uint32_t v = atomic_load_explicit(s, memory_order_acquire);
+    if ((int32_t)(v - target) >= 0) return 0;
+    if (iter < 256) continue;
+    uint32_t ab = atomic_load_explicit(&c->hdr->aborted, memory_order_relaxed);
+    if (ab) {
+      c->broken = 1;
+      snprintf(c->err, sizeof c->err, "%s: aborted because rank %u failed", c->cur, ab - 1);
+      return -1;
+    }
+    int64_t t = now_ms();
+    if (t >= next_pid_check) {
+      next_pid_check = t + 50;
+      if (pid_dead(atomic_load_explicit(&c->hdr->pids[peer], memory_order_relaxed)))
+        return nc_fail(c, "rank %d (pid %d) died", peer, (int)c->hdr->pids[peer]);
+    }
+    if (t > deadline)
+      return nc_fail(c, "timed out after %lld ms waiting for rank %d", (long long)c->timeout_ms,
+                     peer);
+    futex_wait_for(s, v, 2000);
+  }
 }
 
 /* Waits until every other rank published step `step`. */
@@ -391,7 +455,8 @@ int ncomm_create(const char *key, int rank, int world, size_t chunk_bytes, int64
   if (chunk_bytes < 4096) chunk_bytes = 4096;
   char name[128];
   snprintf(name, sizeof name, "/torchneuron-comm-%s", key);
-  size_t total = NC_HDR_BYTES + (size_t)world * NC_CTL_BYTES + (size_t)world * 2 * chunk_bytes;
+  size_t total = NC_HDR_BYTES + (size_t)world * NC_CTL_BYTES + data_bytes(world, chunk_bytes) +
+                 (size_t)world * (size_t)world * (NC_CTL_BYTES + 2 * p2p_chunk_of(chunk_bytes));
 
   ncomm *c = calloc(1, sizeof *c);
   if (!c) {
@@ -474,7 +539,14 @@ int ncomm_create(const char *key, int rank, int world, size_t chunk_bytes, int64
   c->base = base;
   c->hdr = (nc_header *)base;
   c->chunk = chunk_bytes;
+  c->p2p_chunk = p2p_chunk_of(chunk_bytes);
   c->map_bytes = total;
+  c->p2p_sent = calloc((size_t)world * 2, sizeof(uint32_t));
+  if (!c->p2p_sent) {
+    fmt(err, errlen, "neuron comm init: out of memory");
+    goto fail;
+  }
+  c->p2p_recvd = c->p2p_sent + world;
   atomic_store(&c->hdr->pids[rank], (int32_t)getpid());
   atomic_fetch_add(&c->hdr->attached, 1);
   /* Everyone mapped it: unlink (idempotent across ranks). */
@@ -497,6 +569,7 @@ int ncomm_create(const char *key, int rank, int world, size_t chunk_bytes, int64
 fail:
   if (fd >= 0) close(fd);
   if (base != MAP_FAILED) munmap(base, total);
+  free(c->p2p_sent);
   free(c);
   return -1;
 }
@@ -504,6 +577,7 @@ fail:
 void ncomm_destroy(ncomm *c) {
   if (!c) return;
   if (c->base) munmap(c->base, c->map_bytes);
+  free(c->p2p_sent);
   free(c);
 }
 
@@ -524,7 +598,7 @@ int ncomm_barrier(ncomm *c) {
 
 int ncomm_broadcast(ncomm *c, void *bufp, size_t bytes, int root) {
   if (begin(c, NC_BROADCAST)) return -1;
-  if (root < 0 || root >= c->world) return nc_fail(c, "root %d out of range", root);
+  if (root < 0 || root >= c->world) return nc_bad_arg(c, "root %d out of range", root);
   nc_desc d = {NC_BROADCAST, 0, 0, (uint32_t)root, bytes};
   unsigned char *p = bufp;
   size_t off = 0;
@@ -564,8 +638,8 @@ int ncomm_all_reduce(ncomm *c, const void *in, void *outp, size_t count, nrt_dty
                      ncomm_op op) {
   if (begin(c, NC_ALL_REDUCE)) return -1;
   nc_red_fn red = red_fn(dt);
-  if (!red) return nc_fail(c, "unsupported dtype %d", (int)dt);
-  if ((unsigned)op >= NCOMM_OP_COUNT) return nc_fail(c, "unsupported reduce op %d", (int)op);
+  if (!red) return nc_bad_arg(c, "unsupported dtype %d", (int)dt);
+  if ((unsigned)op >= NCOMM_OP_COUNT) return nc_bad_arg(c, "unsupported reduce op %d", (int)op);
   size_t es = nrt_dtype_size(dt);
   nc_desc d = {NC_ALL_REDUCE, (uint32_t)dt, (uint32_t)op, 0, count};
   const unsigned char *src = in;
@@ -603,14 +677,14 @@ int ncomm_reduce_scatter(ncomm *c, const void *in, void *outp, size_t count, nrt
                          ncomm_op op) {
   if (begin(c, NC_REDUCE_SCATTER)) return -1;
   nc_red_fn red = red_fn(dt);
-  if (!red) return nc_fail(c, "unsupported dtype %d", (int)dt);
-  if ((unsigned)op >= NCOMM_OP_COUNT) return nc_fail(c, "unsupported reduce op %d", (int)op);
+  if (!red) return nc_bad_arg(c, "unsupported dtype %d", (int)dt);
+  if ((unsigned)op >= NCOMM_OP_COUNT) return nc_bad_arg(c, "unsupported reduce op %d", (int)op);
   size_t es = nrt_dtype_size(dt);
   nc_desc d = {NC_REDUCE_SCATTER, (uint32_t)dt, (uint32_t)op, 0, count};
   const unsigned char *src = in;
   unsigned char *dst = outp;
   size_t per = c->chunk / es / (size_t)c->world, off = 0;
-  if (per == 0) return nc_fail(c, "chunk too small for %d ranks", c->world);
+  if (per == 0) return nc_bad_arg(c, "chunk too small for %d ranks", c->world);
   const unsigned char *srcs[NC_MAX_WORLD];
   int first = 1;
   do {
@@ -633,7 +707,7 @@ int ncomm_all_to_all(ncomm *c, const void *in, const size_t *send_bytes, const s
   if (begin(c, NC_ALL_TO_ALL)) return -1;
   size_t per = c->chunk / (size_t)c->world;
   per &= ~(size_t)7;
-  if (per == 0) return nc_fail(c, "chunk too small for %d ranks", c->world);
+  if (per == 0) return nc_bad_arg(c, "chunk too small for %d ranks", c->world);
   /* Step 0 agrees on the number of data steps: every rank publishes its
    * largest block (sent or received) in its descriptor's count. */
   size_t big = 0;
@@ -677,5 +751,49 @@ int ncomm_all_to_all(ncomm *c, const void *in, const size_t *send_bytes, const s
       if (n) memcpy(dst + recv_displs[q] + off, buf(c, q, s) + (size_t)c->rank * per, n);
     }
   }
+  return 0;
+}
+
+int ncomm_send(ncomm *c, const void *bufp, size_t bytes, int dst) {
+  if (begin(c, NC_SEND)) return -1;
+  if (dst < 0 || dst >= c->world || dst == c->rank)
+    return nc_bad_arg(c, "bad destination rank %d", dst);
+  nc_chan *ch = chan(c, c->rank, dst);
+  const unsigned char *src = bufp;
+  size_t off = 0;
+  do {
+    size_t n = bytes - off < c->p2p_chunk ? bytes - off : c->p2p_chunk;
+    uint32_t k = c->p2p_sent[dst] + 1;
+    /* slot k & 1 is free once the receiver acknowledged piece k - 2 */
+    if (wait_counter(c, &ch->acked, k - 2, dst)) return -1;
+    if (n) memcpy(chan_buf(c, c->rank, dst, k), src + off, n);
+    ch->msg_bytes[k & 1u] = bytes;
+    atomic_store_explicit(&ch->posted, k, memory_order_release);
+    futex_wake_all(&ch->posted);
+    c->p2p_sent[dst] = k;
+    off += n;
+  } while (off < bytes);
+  return 0;
+}
+
+int ncomm_recv(ncomm *c, void *bufp, size_t bytes, int src) {
+  if (begin(c, NC_RECV)) return -1;
+  if (src < 0 || src >= c->world || src == c->rank) return nc_bad_arg(c, "bad source rank %d", src);
+  nc_chan *ch = chan(c, src, c->rank);
+  unsigned char *dst = bufp;
+  size_t off = 0;
+  do {
+    uint32_t k = c->p2p_recvd[src] + 1;
+    if (wait_counter(c, &ch->posted, k, src)) return -1;
+    if (ch->msg_bytes[k & 1u] != bytes)
+      return nc_fail(c, "rank %d sent %llu bytes, this rank expects %zu", src,
+                     (unsigned long long)ch->msg_bytes[k & 1u], bytes);
+    size_t n = bytes - off < c->p2p_chunk ? bytes - off : c->p2p_chunk;
+    if (n) memcpy(dst + off, chan_buf(c, src, c->rank, k), n);
+    atomic_store_explicit(&ch->acked, k, memory_order_release);
+    futex_wake_all(&ch->acked);
+    c->p2p_recvd[src] = k;
+    off += n;
+  } while (off < bytes);
   return 0;
 }

@@ -258,6 +258,66 @@ static void t_all_to_all(int rank, int world, size_t chunk) {
   ncomm_destroy(c);
 }
 
+/* send/recv around the ring (even ranks send first, odd ones receive
+ * first), messages of several slots, empty ones, two buffered small ones,
+ * and a size mismatch. */
+static void t_p2p(int rank, int world, size_t chunk) {
+  ncomm *c = join(rank, world, chunk, 20000);
+  CHECK(c != NULL);
+  if (!c || world == 1) {
+    ncomm_destroy(c);
+    return;
+  }
+  int next = (rank + 1) % world, prev = (rank + world - 1) % world;
+  const size_t sizes[] = {0, 1, 1000, 3 * chunk + 17};
+  for (size_t k = 0; k < 4; ++k) {
+    size_t n = sizes[k];
+    unsigned char *out = malloc(n + 1), *in = malloc(n + 1);
+    for (size_t i = 0; i < n; ++i) out[i] = (unsigned char)(rank * 13 + i * 7 + k);
+    int rc;
+    if (rank % 2 == 0) {
+      rc = ncomm_send(c, out, n, next);
+      CHECK(rc == 0);
+      rc = ncomm_recv(c, in, n, prev);
+      CHECK(rc == 0);
+    } else {
+      rc = ncomm_recv(c, in, n, prev);
+      CHECK(rc == 0);
+      rc = ncomm_send(c, out, n, next);
+      CHECK(rc == 0);
+    }
+    if (rc) fprintf(stderr, "%s\n", ncomm_error(c));
+    int bad = 0;
+    for (size_t i = 0; i < n; ++i)
+      if (in[i] != (unsigned char)(prev * 13 + i * 7 + k)) bad = 1;
+    CHECK(!bad);
+    free(out); free(in);
+  }
+  /* two small sends are buffered: both go out before the receiver looks */
+  if (rank == 0) {
+    int a = 41, b = 42;
+    CHECK(ncomm_send(c, &a, sizeof a, 1) == 0);
+    CHECK(ncomm_send(c, &b, sizeof b, 1) == 0);
+  } else if (rank == 1) {
+    usleep(50 * 1000);
+    int a = 0, b = 0;
+    CHECK(ncomm_recv(c, &a, sizeof a, 0) == 0 && a == 41);
+    CHECK(ncomm_recv(c, &b, sizeof b, 0) == 0 && b == 42);
+  }
+  CHECK(ncomm_barrier(c) == 0);
+  /* mismatched sizes: the receiver says so */
+  if (rank == 0) {
+    int64_t v = 1;
+    CHECK(ncomm_send(c, &v, sizeof v, 1) == 0);
+  } else if (rank == 1) {
+    int32_t v = 0;
+    CHECK(ncomm_recv(c, &v, sizeof v, 0) != 0);
+    CHECK(strstr(ncomm_error(c), "recv") != NULL && strstr(ncomm_error(c), "8 bytes") != NULL);
+  }
+  CHECK(ncomm_send(c, NULL, 0, rank) != 0); /* to itself */
+  ncomm_destroy(c);
+}
+
 /* rank 1 never calls all_reduce: rank 0 fails in time, naming it. */
 static void t_timeout(int rank, int world, size_t chunk) {
   ncomm *c = join(rank, world, chunk, 300);
@@ -357,6 +417,7 @@ int main(void) {
       CHECK(run_ranks(worlds[wi], chunks[ci], t_reduce_scatter) == 0);
       CHECK(run_ranks(worlds[wi], chunks[ci], t_gather_bcast_barrier) == 0);
       CHECK(run_ranks(worlds[wi], chunks[ci], t_all_to_all) == 0);
+      CHECK(run_ranks(worlds[wi], chunks[ci], t_p2p) == 0);
     }
   }
   CHECK(run_ranks(2, 0, t_timeout) == 0);
