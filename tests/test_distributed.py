@@ -167,6 +167,25 @@ def _check_others(rank, world):
     ref = torch.empty(2, 5, dtype=torch.int64)
     dist.scatter(ref, ins if rank == root else None, src=root)
     _same(out, ref, "scatter")
+    # send/recv around the ring (even ranks send first), several slots long
+    if world > 1:
+        nxt, prv = (rank + 1) % world, (rank - 1) % world
+        x = _input(rank, (300_001,), torch.float32, 22).to("neuron")
+        got = torch.empty(300_001, device="neuron")
+        if rank % 2 == 0:
+            dist.send(x, dst=nxt)
+            dist.recv(got, src=prv)
+        else:
+            dist.recv(got, src=prv)
+            dist.send(x, dst=nxt)
+        _same(got, _input(prv, (300_001,), torch.float32, 22), "send/recv")
+        # isend/irecv return works that wait() on
+        y = torch.empty(4, 3, device="neuron").t()
+        if rank == 0:
+            dist.isend(torch.arange(12.0, device="neuron").view(3, 4), dst=1).wait()
+        elif rank == 1:
+            dist.irecv(y, src=0).wait()
+            _same(y, torch.arange(12.0).view(3, 4), "irecv non-contiguous")
     # non-contiguous, multi-chunk (> 1 MiB per rank) and async_op forms
     x = _input(rank, (40, 30), torch.float32, 11).t()
     xn = x.to("neuron")
@@ -282,8 +301,8 @@ def _worker_faults(rank, world, port, result_dir):
     else:
         time.sleep(5)
     # collectives that are not implemented yet say so, naming the collective
-    with pytest.raises(RuntimeError, match="does not support send"):
-        dist.send(torch.ones(2, device="neuron"), dst=1 - rank)
+    with pytest.raises(RuntimeError, match="does not support recvAnysource"):
+        dist.recv(torch.empty(2, device="neuron"))
     # a neuron backend is only for neuron tensors
     with pytest.raises(RuntimeError):
         dist.all_reduce(torch.ones(2))

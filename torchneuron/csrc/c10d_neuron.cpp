@@ -420,6 +420,35 @@ class NeuronBackend final : public c10d::Backend {
     return done(c10d::OpType::SCATTER, outputs);
   }
 
+  // Point to point.  Messages between two ranks arrive in send order; tags
+  // are not matched (a first version: NCCL does not match them either).
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst,
+                                      int /*tag*/) override {
+    TORCH_CHECK(tensors.size() == 1, "neuron backend: send takes one tensor");
+    at::Tensor& t = tensors[0];
+    check_neuron(t, "send");
+    at::Tensor buf = t.contiguous();
+    {
+      Engine e(this, buf, c10d::kUnsetTimeout);
+      e.check(ncomm_send(comm_, buf.data_ptr(), buf.nbytes(), dst));
+    }
+    return done(c10d::OpType::SEND, tensors);
+  }
+
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src,
+                                      int /*tag*/) override {
+    TORCH_CHECK(tensors.size() == 1, "neuron backend: recv takes one tensor");
+    at::Tensor& t = tensors[0];
+    check_neuron(t, "recv");
+    at::Tensor buf = t.is_contiguous() ? t : at::empty_like(t, at::MemoryFormat::Contiguous);
+    {
+      Engine e(this, buf, c10d::kUnsetTimeout);
+      e.check(ncomm_recv(comm_, buf.data_ptr(), buf.nbytes(), src));
+    }
+    if (!buf.is_same(t)) t.copy_(buf);
+    return done(c10d::OpType::RECV, tensors);
+  }
+
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override {
     {
       std::lock_guard<std::mutex> lock(mutex_);
