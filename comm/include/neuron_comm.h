@@ -77,6 +77,17 @@ int ncomm_barrier(ncomm *c);
 int ncomm_send(ncomm *c, const void *buf, size_t bytes, int dst);
 int ncomm_recv(ncomm *c, void *buf, size_t bytes, int src);
 
+/* Several sends and receives progressed together (batch_isend_irecv): no
+ * order between them is needed, so ring exchanges of any size cannot
+ * deadlock.  Operations on the same (peer, direction) keep their order. */
+typedef struct ncomm_p2p_op {
+  int peer;
+  int is_send;
+  void *buf;
+  size_t bytes;
+} ncomm_p2p_op;
+int ncomm_p2p_batch(ncomm *c, const ncomm_p2p_op *ops, int n);
+
 #ifdef __cplusplus
 }
 #endif

@@ -77,9 +77,10 @@
 #define NC_BLOCK 256
 
 enum { NC_BARRIER = 1, NC_ALL_REDUCE, NC_BROADCAST, NC_ALL_GATHER, NC_REDUCE_SCATTER,
-       NC_ALL_TO_ALL, NC_KINDS, NC_SEND = NC_KINDS, NC_RECV };
+       NC_ALL_TO_ALL, NC_KINDS, NC_SEND = NC_KINDS, NC_RECV, NC_P2P_BATCH };
 static const char *const nc_names[] = {"?", "barrier", "all_reduce", "broadcast", "all_gather",
-                                       "reduce_scatter", "all_to_all", "send", "recv"};
+                                       "reduce_scatter", "all_to_all", "send", "recv",
+                                       "batch_isend_irecv"};
 
 typedef struct nc_header {
   _Atomic uint64_t magic;
@@ -213,31 +214,6 @@ static int pid_dead(int32_t pid) {
   line[n] = 0;
   const char *p = strrchr(line, ')');
   return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
-}
-
-static int wait_counter(ncomm *c, _Atomic uint32_t *s, uint32_t target, int peer) {
-  int64_t start = now_ms(), deadline = start + c->timeout_ms, next_pid_check = start + 50;
-  for (long iter = 0;; ++iter) {
-    uint32_t v = atomic_load_explicit(s, memory_order_acquire);
-    if ((int32_t)(v - target) >= 0) return 0;
-    if (iter < 256) continue;
-    uint32_t ab = atomic_load_explicit(&c->hdr->aborted, memory_order_relaxed);
-    if (ab) {
-      c->broken = 1;
-      snprintf(c->err, sizeof c->err, "%s: aborted because rank %u failed", c->cur, ab - 1);
-      return -1;
-    }
-    int64_t t = now_ms();
-    if (t >= next_pid_check) {
-      next_pid_check = t + 50;
-      if (pid_dead(atomic_load_explicit(&c->hdr->pids[peer], memory_order_relaxed)))
-        return nc_fail(c, "rank %d (pid %d) died", peer, (int)c->hdr->pids[peer]);
-    }
-    if (t > deadline)
-      return nc_fail(c, "timed out after %lld ms waiting for rank %d", (long long)c->timeout_ms,
-                     peer);
-    futex_wait_for(s, v, 2000);
-  }
 }
 
 /* Waits until every other rank published step `step`. */
@@ -754,46 +730,123 @@ int ncomm_all_to_all(ncomm *c, const void *in, const size_t *send_bytes, const s
   return 0;
 }
 
-int ncomm_send(ncomm *c, const void *bufp, size_t bytes, int dst) {
-  if (begin(c, NC_SEND)) return -1;
-  if (dst < 0 || dst >= c->world || dst == c->rank)
-    return nc_bad_arg(c, "bad destination rank %d", dst);
-  nc_chan *ch = chan(c, c->rank, dst);
-  const unsigned char *src = bufp;
-  size_t off = 0;
-  do {
-    size_t n = bytes - off < c->p2p_chunk ? bytes - off : c->p2p_chunk;
-    uint32_t k = c->p2p_sent[dst] + 1;
-    /* slot k & 1 is free once the receiver acknowledged piece k - 2 */
-    if (wait_counter(c, &ch->acked, k - 2, dst)) return -1;
-    if (n) memcpy(chan_buf(c, c->rank, dst, k), src + off, n);
-    ch->msg_bytes[k & 1u] = bytes;
+/* One piece of a point-to-point op, if its slot is ready: 1 = progressed,
+ * 0 = not ready, -1 = error.  *off advances; *started marks the first piece
+ * (a zero-byte message is one empty piece). */
+static int p2p_piece(ncomm *c, const ncomm_p2p_op *op, size_t *off, int *started) {
+  if (op->is_send) {
+    nc_chan *ch = chan(c, c->rank, op->peer);
+    uint32_t k = c->p2p_sent[op->peer] + 1;
+    uint32_t acked = atomic_load_explicit(&ch->acked, memory_order_acquire);
+    if ((int32_t)(acked - (k - 2)) < 0) return 0; /* slot k & 1 still unread */
+    size_t n = op->bytes - *off < c->p2p_chunk ? op->bytes - *off : c->p2p_chunk;
+    if (n) memcpy(chan_buf(c, c->rank, op->peer, k), (const unsigned char *)op->buf + *off, n);
+    ch->msg_bytes[k & 1u] = op->bytes;
     atomic_store_explicit(&ch->posted, k, memory_order_release);
     futex_wake_all(&ch->posted);
-    c->p2p_sent[dst] = k;
-    off += n;
-  } while (off < bytes);
+    c->p2p_sent[op->peer] = k;
+    *off += n;
+  } else {
+    nc_chan *ch = chan(c, op->peer, c->rank);
+    uint32_t k = c->p2p_recvd[op->peer] + 1;
+    uint32_t posted = atomic_load_explicit(&ch->posted, memory_order_acquire);
+    if ((int32_t)(posted - k) < 0) return 0;
+    if (ch->msg_bytes[k & 1u] != op->bytes)
+      return nc_fail(c, "rank %d sent %llu bytes, this rank expects %zu", op->peer,
+                     (unsigned long long)ch->msg_bytes[k & 1u], op->bytes);
+    size_t n = op->bytes - *off < c->p2p_chunk ? op->bytes - *off : c->p2p_chunk;
+    if (n) memcpy((unsigned char *)op->buf + *off, chan_buf(c, op->peer, c->rank, k), n);
+    atomic_store_explicit(&ch->acked, k, memory_order_release);
+    futex_wake_all(&ch->acked);
+    c->p2p_recvd[op->peer] = k;
+    *off += n;
+  }
+  *started = 1;
+  return 1;
+}
+
+#define NC_MAX_BATCH 1024
+
+static int p2p_run(ncomm *c, const ncomm_p2p_op *ops, int n) {
+  if (n < 0 || n > NC_MAX_BATCH) return nc_bad_arg(c, "batch of %d operations", n);
+  for (int i = 0; i < n; ++i) {
+    if (ops[i].peer < 0 || ops[i].peer >= c->world || ops[i].peer == c->rank)
+      return nc_bad_arg(c, "bad %s rank %d", ops[i].is_send ? "destination" : "source",
+                        ops[i].peer);
+  }
+  size_t off[NC_MAX_BATCH];
+  int started[NC_MAX_BATCH], done[NC_MAX_BATCH];
+  for (int i = 0; i < n; ++i) off[i] = 0, started[i] = 0, done[i] = 0;
+  int left = n;
+  int64_t deadline = now_ms() + c->timeout_ms, next_pid_check = now_ms() + 50;
+  long idle = 0;
+  while (left > 0) {
+    int progressed = 0, waiting_on = -1;
+    for (int i = 0; i < n; ++i) {
+      if (done[i]) continue;
+      int blocked = 0; /* an earlier op on the same (peer, direction) goes first */
+      for (int j = 0; j < i && !blocked; ++j)
+        blocked = !done[j] && ops[j].peer == ops[i].peer && ops[j].is_send == ops[i].is_send;
+      if (blocked) continue;
+      int r = p2p_piece(c, &ops[i], &off[i], &started[i]);
+      if (r < 0) return -1;
+      if (r > 0) {
+        progressed = 1;
+        if (started[i] && off[i] >= ops[i].bytes) done[i] = 1, left--;
+      } else if (waiting_on < 0) {
+        waiting_on = i;
+      }
+    }
+    if (progressed || left == 0) {
+      idle = 0;
+      deadline = now_ms() + c->timeout_ms;
+      continue;
+    }
+    if (++idle < 256) continue;
+    uint32_t ab = atomic_load_explicit(&c->hdr->aborted, memory_order_relaxed);
+    if (ab) {
+      c->broken = 1;
+      snprintf(c->err, sizeof c->err, "%s: aborted because rank %u failed", c->cur, ab - 1);
+      return -1;
+    }
+    int peer = ops[waiting_on].peer;
+    int64_t t = now_ms();
+    if (t >= next_pid_check) {
+      next_pid_check = t + 50;
+      for (int i = 0; i < n; ++i)
+        if (!done[i] && pid_dead(atomic_load_explicit(&c->hdr->pids[ops[i].peer],
+                                                      memory_order_relaxed)))
+          return nc_fail(c, "rank %d (pid %d) died", ops[i].peer, (int)c->hdr->pids[ops[i].peer]);
+    }
+    if (t > deadline)
+      return nc_fail(c, "timed out after %lld ms waiting for rank %d", (long long)c->timeout_ms,
+                     peer);
+    if (left == 1) {
+      /* one op: sleep on its counter */
+      const ncomm_p2p_op *op = &ops[waiting_on];
+      nc_chan *ch = op->is_send ? chan(c, c->rank, op->peer) : chan(c, op->peer, c->rank);
+      _Atomic uint32_t *w = op->is_send ? &ch->acked : &ch->posted;
+      futex_wait_for(w, atomic_load_explicit(w, memory_order_relaxed), 2000);
+    } else {
+      sleep_us(20);
+    }
+  }
   return 0;
+}
+
+int ncomm_send(ncomm *c, const void *bufp, size_t bytes, int dst) {
+  if (begin(c, NC_SEND)) return -1;
+  ncomm_p2p_op op = {dst, 1, (void *)bufp, bytes};
+  return p2p_run(c, &op, 1);
 }
 
 int ncomm_recv(ncomm *c, void *bufp, size_t bytes, int src) {
   if (begin(c, NC_RECV)) return -1;
-  if (src < 0 || src >= c->world || src == c->rank) return nc_bad_arg(c, "bad source rank %d", src);
-  nc_chan *ch = chan(c, src, c->rank);
-  unsigned char *dst = bufp;
-  size_t off = 0;
-  do {
-    uint32_t k = c->p2p_recvd[src] + 1;
-    if (wait_counter(c, &ch->posted, k, src)) return -1;
-    if (ch->msg_bytes[k & 1u] != bytes)
-      return nc_fail(c, "rank %d sent %llu bytes, this rank expects %zu", src,
-                     (unsigned long long)ch->msg_bytes[k & 1u], bytes);
-    size_t n = bytes - off < c->p2p_chunk ? bytes - off : c->p2p_chunk;
-    if (n) memcpy(dst + off, chan_buf(c, src, c->rank, k), n);
-    atomic_store_explicit(&ch->acked, k, memory_order_release);
-    futex_wake_all(&ch->acked);
-    c->p2p_recvd[src] = k;
-    off += n;
-  } while (off < bytes);
-  return 0;
+  ncomm_p2p_op op = {src, 0, bufp, bytes};
+  return p2p_run(c, &op, 1);
+}
+
+int ncomm_p2p_batch(ncomm *c, const ncomm_p2p_op *ops, int n) {
+  if (begin(c, NC_P2P_BATCH)) return -1;
+  return p2p_run(c, ops, n);
 }

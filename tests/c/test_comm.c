@@ -306,6 +306,26 @@ static void t_p2p(int rank, int world, size_t chunk) {
   }
   CHECK(ncomm_barrier(c) == 0);
   /* mismatched sizes: the receiver says so */
+  CHECK(ncomm_send(c, NULL, 0, rank) != 0); /* to itself */
+  CHECK(ncomm_barrier(c) == 0);
+  /* batched: every rank sends to next and receives from prev at once, in
+   * that order, messages of many slots (would deadlock one by one), plus a
+   * second message to the same peer that must arrive second */
+  size_t n = 5 * chunk + 3;
+  unsigned char *o1 = malloc(n), *o2 = malloc(7), *i1 = malloc(n), *i2 = malloc(7);
+  for (size_t i = 0; i < n; ++i) o1[i] = (unsigned char)(rank + i);
+  for (size_t i = 0; i < 7; ++i) o2[i] = (unsigned char)(100 + rank + i);
+  ncomm_p2p_op ops[4] = {{next, 1, o1, n}, {next, 1, o2, 7}, {prev, 0, i1, n}, {prev, 0, i2, 7}};
+  int rc = ncomm_p2p_batch(c, ops, 4);
+  CHECK(rc == 0);
+  if (rc) fprintf(stderr, "%s\n", ncomm_error(c));
+  int bad = 0;
+  for (size_t i = 0; i < n; ++i) bad |= i1[i] != (unsigned char)(prev + i);
+  for (size_t i = 0; i < 7; ++i) bad |= i2[i] != (unsigned char)(100 + prev + i);
+  CHECK(!bad);
+  free(o1); free(o2); free(i1); free(i2);
+  CHECK(ncomm_barrier(c) == 0);
+  /* mismatched sizes: the receiver says so (last: it aborts the group) */
   if (rank == 0) {
     int64_t v = 1;
     CHECK(ncomm_send(c, &v, sizeof v, 1) == 0);
@@ -314,7 +334,6 @@ static void t_p2p(int rank, int world, size_t chunk) {
     CHECK(ncomm_recv(c, &v, sizeof v, 0) != 0);
     CHECK(strstr(ncomm_error(c), "recv") != NULL && strstr(ncomm_error(c), "8 bytes") != NULL);
   }
-  CHECK(ncomm_send(c, NULL, 0, rank) != 0); /* to itself */
   ncomm_destroy(c);
 }
 
