@@ -179,6 +179,15 @@ def _check_others(rank, world):
             dist.recv(got, src=prv)
             dist.send(x, dst=nxt)
         _same(got, _input(prv, (300_001,), torch.float32, 22), "send/recv")
+        # batch_isend_irecv: everyone sends first, 4 MB (many channel slots):
+        # progressed together, so no deadlock
+        big = _input(rank, (1_000_003,), torch.float32, 23).to("neuron")
+        got = torch.empty(1_000_003, device="neuron")
+        reqs = dist.batch_isend_irecv([dist.P2POp(dist.isend, big, nxt),
+                                       dist.P2POp(dist.irecv, got, prv)])
+        for r in reqs:
+            r.wait()
+        _same(got, _input(prv, (1_000_003,), torch.float32, 23), "batch_isend_irecv")
         # isend/irecv return works that wait() on
         y = torch.empty(4, 3, device="neuron").t()
         if rank == 0:

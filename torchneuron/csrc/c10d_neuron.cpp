@@ -428,6 +428,10 @@ class NeuronBackend final : public c10d::Backend {
     at::Tensor& t = tensors[0];
     check_neuron(t, "send");
     at::Tensor buf = t.contiguous();
+    if (coalescing_) {
+      pending_.push_back({dst, true, buf, t});
+      return done(c10d::OpType::SEND, tensors);
+    }
     {
       Engine e(this, buf, c10d::kUnsetTimeout);
       e.check(ncomm_send(comm_, buf.data_ptr(), buf.nbytes(), dst));
@@ -441,12 +445,49 @@ class NeuronBackend final : public c10d::Backend {
     at::Tensor& t = tensors[0];
     check_neuron(t, "recv");
     at::Tensor buf = t.is_contiguous() ? t : at::empty_like(t, at::MemoryFormat::Contiguous);
+    if (coalescing_) {
+      pending_.push_back({src, false, buf, t});
+      return done(c10d::OpType::RECV, tensors);
+    }
     {
       Engine e(this, buf, c10d::kUnsetTimeout);
       e.check(ncomm_recv(comm_, buf.data_ptr(), buf.nbytes(), src));
     }
     if (!buf.is_same(t)) t.copy_(buf);
     return done(c10d::OpType::RECV, tensors);
+  }
+
+  // Coalescing (batch_isend_irecv, _coalescing_manager): collectives run as
+  // they come (they are synchronous); sends and receives are queued and run
+  // together by endCoalescing, so a ring exchange of any size cannot
+  // deadlock.
+  bool supportsCoalescing() const override { return true; }
+
+  void startCoalescing() override {
+    coalescing_ = true;
+    pending_.clear();
+  }
+
+  c10::intrusive_ptr<c10d::Work> endCoalescing() override {
+    coalescing_ = false;
+    std::vector<P2P> ops;
+    ops.swap(pending_);
+    std::vector<at::Tensor> outs;
+    if (!ops.empty()) {
+      std::vector<ncomm_p2p_op> batch;
+      for (auto& op : ops) {
+        batch.push_back({op.peer, op.is_send ? 1 : 0, op.buf.data_ptr(), op.buf.nbytes()});
+      }
+      {
+        Engine e(this, ops[0].buf, c10d::kUnsetTimeout);
+        e.check(ncomm_p2p_batch(comm_, batch.data(), static_cast<int>(batch.size())));
+      }
+      for (auto& op : ops) {
+        if (!op.is_send && !op.buf.is_same(op.user)) op.user.copy_(op.buf);
+        outs.push_back(op.user);
+      }
+    }
+    return done(c10d::OpType::COALESCED, outs);
   }
 
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override {
@@ -567,6 +608,15 @@ class NeuronBackend final : public c10d::Backend {
     }
     for (int j = 1; j < size_; ++j) displs[j] = displs[j - 1] + bytes[j - 1];
   }
+
+  struct P2P {
+    int peer;
+    bool is_send;
+    at::Tensor buf;   // contiguous (the user's tensor or a copy)
+    at::Tensor user;  // the user's tensor (receives copy back into it)
+  };
+  bool coalescing_ = false;
+  std::vector<P2P> pending_;
 
   ncomm* comm_ = nullptr;
   std::chrono::milliseconds timeout_;
