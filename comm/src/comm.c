@@ -38,7 +38,10 @@
  *    slots of chunk/4 bytes and posted/acked counters), outside the
  *    collective step sequence, so a send/recv pair involves only its two
  *    ranks.  A sender waits only for a free slot (the message is buffered),
- *    so small sends never block on the receiver.
+ *    so small sends never block on the receiver.  A batch (batch_isend_irecv)
+ *    advances all its operations piece by piece in one polling loop, so
+ *    ring exchanges of any size cannot deadlock; operations on the same
+ *    (peer, direction) keep their order.
  *  - Faults: every wait has a deadline; while waiting it also checks the
  *    shared abort word and whether the awaited rank's process still exists,
  *    so a dead rank is reported at once and a rank that never arrives after
@@ -334,8 +337,18 @@ NC_INT_RED(red_i32, int32_t)
 NC_INT_RED(red_i64, int64_t)
 
 /* Floating: ACC is the compute type, LOAD/STORE convert one element. */
-#define NC_F_LOAD_F32(p, i) ({ float v_; memcpy(&v_, (p) + (i) * 4, 4); v_; })
-#define NC_F_LOAD_F64(p, i) ({ double v_; memcpy(&v_, (p) + (i) * 8, 8); v_; })
+static inline float nc_ld_f32(const unsigned char *p, size_t i) {
+  float v;
+  memcpy(&v, p + i * 4, 4);
+  return v;
+}
+static inline double nc_ld_f64(const unsigned char *p, size_t i) {
+  double v;
+  memcpy(&v, p + i * 8, 8);
+  return v;
+}
+#define NC_F_LOAD_F32(p, i) nc_ld_f32((p), (i))
+#define NC_F_LOAD_F64(p, i) nc_ld_f64((p), (i))
 #define NC_F_LOAD_H(p, i) nk_f16_to_f32(nk_read_u16((p) + (i) * 2))
 #define NC_F_LOAD_B(p, i) nk_bf16_to_f32(nk_read_u16((p) + (i) * 2))
 #define NC_F_STORE_F32(p, i, v) do { float v_ = (v); memcpy((p) + (i) * 4, &v_, 4); } while (0)

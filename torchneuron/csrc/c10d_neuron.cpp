@@ -20,8 +20,15 @@
 //    Python API is lost until view_as_real is a native view; see report.)
 //  - Engine failures (timeout, dead rank, mismatch) become DistBackendError
 //    with the engine's message, which names the collective.
-//  - Collectives not implemented yet keep c10d::Backend's default error
-//    ("Backend neuron does not support <collective>").
+//  - Implemented: allreduce (sum, avg, product, min, max, premul_sum) and
+//    allreduce_coalesced, reduce, broadcast, allgather, _allgather_base and
+//    its coalesced form, reduce_scatter, _reduce_scatter_base and its
+//    coalesced form, alltoall_base (uneven splits), alltoall, gather,
+//    scatter (both as all_to_alls with one root), send/recv (no tag
+//    matching: per-pair FIFO), coalescing of sends/receives
+//    (batch_isend_irecv), barrier.  The rest (recvAnysource,
+//    monitoredBarrier, bitwise reduce ops, sparse) keep c10d::Backend's
+//    default error ("Backend neuron does not support <collective>").
 #include <mutex>
 
 #include <ATen/ATen.h>
