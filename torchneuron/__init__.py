@@ -41,3 +41,12 @@ def _register() -> None:
 
 _register()
 
+# The `neuron` c10d backend (torchneuron/distributed.py) registers itself.
+try:
+    import torch.distributed as _dist
+
+    if _dist.is_available():
+        from torchneuron import distributed as _distributed  # noqa: F401
+except ImportError:  # a torch build without distributed
+    pass
+

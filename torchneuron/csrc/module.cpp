@@ -22,6 +22,8 @@ void bind_profiler(pybind11::module& m);  // profiler.cpp
 extern "C" int64_t nk_peak_fma(int64_t iters, int f64, int threads);
 
 namespace torchneuron {
+// c10d_neuron.cpp: the `neuron` c10d backend's entry point.
+void init_distributed(pybind11::module& m);
 namespace {
 
 int device_count_checked() {
@@ -53,6 +55,7 @@ py::dict device_properties(c10::DeviceIndex device) {
 }  // namespace torchneuron
 
 PYBIND11_MODULE(_C, m) {
+  torchneuron::init_distributed(m);
   using namespace torchneuron;
   m.doc() = "TorchNeuron: the virtual NeuronCore as the PyTorch device 'neuron'";
 
