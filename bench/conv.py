@@ -11,11 +11,11 @@ default to the number of cores.  Prints a table; asserts nothing.
 Usage: python bench/conv.py [--batch 8] [--repeats 5] [--quick]
 """
 import argparse
-import statistics
-import time
 
 import torch
 import torch.nn.functional as F
+
+from timing import median_seconds
 
 # name, cin, cout, kernel, stride, padding, input size
 LAYERS = [
@@ -28,22 +28,6 @@ LAYERS = [
     ("layer4 512->512 3x3 @7", 512, 512, 3, 1, 1, 7),
 ]
 
-
-def sync(device):
-    if device.type != "cpu":
-        torch.accelerator.synchronize(device)
-
-
-def median_seconds(fn, device, repeats):
-    fn()  # warm up: caches, allocator, lazy initialisation
-    sync(device)
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        sync(device)
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
 
 
 def make(layer, batch, device):

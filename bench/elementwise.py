@@ -11,27 +11,11 @@ compute pool each default to the number of cores.  Prints a table; asserts
 nothing.  Usage: python bench/elementwise.py [--repeats N] [--log2n 24]
 """
 import argparse
-import statistics
-import time
 
 import torch
 
+from timing import median_seconds
 
-def sync(device):
-    if device.type != "cpu":
-        torch.accelerator.synchronize(device)
-
-
-def median_seconds(fn, device, repeats):
-    fn()  # warm up: caches, allocator, lazy initialisation
-    sync(device)
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        sync(device)
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
 
 
 def cases(n):
