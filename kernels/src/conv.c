@@ -45,6 +45,7 @@
 #include <string.h>
 
 #include "dtype_convert.h"
+#include "conv.h"
 #include "gemm.h"
 #include "kernel_entries.h"
 #include "nd_iter.h"
@@ -54,22 +55,6 @@
 /* Elements of the col buffer per chunk (16 MiB of float32). */
 #define NK_CONV_COL_CAP ((int64_t)1 << 22)
 
-typedef struct conv_geom {
-  int64_t n, c, o, groups, cg, og; /* samples, in/out channels, per group */
-  int64_t in[3], out[3], k[3], s[3], p[3], d[3];
-  int64_t kprod, lprod, iprod, ck; /* ck = cg * kprod */
-} conv_geom;
-
-/* A tensor (A, B, spatial...) in the compute dtype: per-dim byte strides,
- * the flat spatial stride when the spatial dims flatten (else -1), and the
- * malloc'ed copy it lives in when it had to be copied. */
-typedef struct cview {
-  char *data;
-  int64_t sa, sb, sp[3], sl;
-  int64_t size[5];
-  void *owned;
-  int writeback; /* an output copy that must be stored back */
-} cview;
 
 
 /* Operand dims padded to (A, B, s0, s1, s2). */
@@ -301,21 +286,6 @@ typedef struct conv_job {
   cview colv;
 } conv_job;
 
-static nrt_operand mat3(char *data, nrt_dtype t, int64_t b, int64_t r, int64_t c, int64_t sb,
-                        int64_t sr, int64_t sc) {
-  nrt_operand op;
-  memset(&op, 0, sizeof op);
-  op.data = data;
-  op.dtype = t;
-  op.ndim = 3;
-  op.sizes[0] = b;
-  op.sizes[1] = r;
-  op.sizes[2] = c;
-  op.strides[0] = sb;
-  op.strides[1] = sr;
-  op.strides[2] = sc;
-  return op;
-}
 
 static void im2col_task(void *arg, int64_t begin, int64_t end, int worker) {
   (void)worker;
@@ -563,6 +533,19 @@ static void plan_chunks(const conv_geom *g, int64_t extra_per_sample, int64_t *n
   }
 }
 
+/* Whether a stride-1 convolution goes to conv_implicit.c: when the padded
+ * grid's extra columns cost less than the col matrix they save.
+ * TORCHNEURON_CONV_IMPLICIT=0 / 1 turns the path off / on everywhere it
+ * applies (tuning, and tests of both paths). */
+static int implicit_pays(const conv_geom *g) {
+  const char *env = getenv("TORCHNEURON_CONV_IMPLICIT");
+  if (env && *env) return env[0] != '0';
+  if (g->kprod == 1) return 0;
+  double useful = 1;
+  for (int d = 0; d < 3; d++) useful *= (double)g->out[d] / (double)(g->in[d] + 2 * g->p[d]);
+  return useful >= 0.5;
+}
+
 static int run_gemm(nrt_exec_ctx *ctx, nrt_operand out, nrt_operand a, nrt_operand b, double beta) {
   const nrt_operand ops[3] = {out, a, b};
   nk_scalar one = {1.0, 1}, bt = {beta, (int64_t)beta};
@@ -734,6 +717,15 @@ int nk_conv_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
     b3.sizes[1] = b3.sizes[2] = 1;
     b3.strides[1] = b3.strides[2] = 0;
     if (view_make(ctx, &b3, 1, ct, 0, 2, 0, 0, &j.b)) goto out_w;
+  }
+
+  if (!use_direct && implicit_pays(&g)) {
+    const int done = nk_conv_implicit(ctx, mode, &g, ct, xv, wv, yv, bo ? &j.b : NULL);
+    if (done < 0) goto out_all;
+    if (done) {
+      rc = 0;
+      goto out_all;
+    }
   }
 
   int64_t nb, lc;

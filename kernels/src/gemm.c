@@ -100,6 +100,7 @@ typedef struct gemm_arch {
   int mr, nr;
   nk_gemm_ukr ukr;
   void *dot, *axpy; /* float/double matrix-vector helpers (NULL: none) */
+  nk_gemm_ukr_rows ukr_rows; /* the unpacked-B form (NULL: none) */
 } gemm_arch;
 
 /* The AVX512_BF16 dot-product kernel: within the TORCHNEURON_ISA cap
@@ -119,25 +120,34 @@ static int has_bf16_dot(void) {
 #endif
 }
 
-static gemm_arch pick_arch(nk_class cls, int pairs) {
+static int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
+
+/* The micro-kernel for m-row products of compute class cls. */
+static gemm_arch pick_arch(nk_class cls, int pairs, int64_t m) {
   const nk_isa isa = nk_cpu_isa();
   if (pairs) return (gemm_arch){12, 32, nk_gemm_ukr_avx512bf16_f32, NULL, NULL};
   switch (cls) {
   case NK_CLASS_FLOAT:
+    /* Few rows: 8-row tiles where they pad less than 12-row ones (16 rows
+     * are 2 tiles of 8, not 24 rows of 12); many rows: the 12-row kernel,
+     * which needs fewer loads per multiply-add. */
+    if (isa == NK_ISA_AVX512 && m < 96 && round_up(m, 8) < round_up(m, 12))
+      return (gemm_arch){8, 32, nk_gemm_ukr_avx512_f32_m8, (void *)nk_gemm_dot_avx512_f32,
+                         (void *)nk_gemm_axpy_avx512_f32, nk_gemm_ukr_rows_avx512_f32_m8};
     if (isa == NK_ISA_AVX512)
       return (gemm_arch){12, 32, nk_gemm_ukr_avx512_f32, (void *)nk_gemm_dot_avx512_f32,
-                         (void *)nk_gemm_axpy_avx512_f32};
+                         (void *)nk_gemm_axpy_avx512_f32, nk_gemm_ukr_rows_avx512_f32};
     if (isa == NK_ISA_AVX2)
       return (gemm_arch){6, 16, nk_gemm_ukr_avx2_f32, (void *)nk_gemm_dot_avx2_f32,
-                         (void *)nk_gemm_axpy_avx2_f32};
+                         (void *)nk_gemm_axpy_avx2_f32, nk_gemm_ukr_rows_avx2_f32};
     return (gemm_arch){6, 16, ukr_f32_6x16, (void *)dot_f32, (void *)dot_f32_axpy};
   case NK_CLASS_DOUBLE:
     if (isa == NK_ISA_AVX512)
       return (gemm_arch){12, 16, nk_gemm_ukr_avx512_f64, (void *)nk_gemm_dot_avx512_f64,
-                         (void *)nk_gemm_axpy_avx512_f64};
+                         (void *)nk_gemm_axpy_avx512_f64, nk_gemm_ukr_rows_avx512_f64};
     if (isa == NK_ISA_AVX2)
       return (gemm_arch){6, 8, nk_gemm_ukr_avx2_f64, (void *)nk_gemm_dot_avx2_f64,
-                         (void *)nk_gemm_axpy_avx2_f64};
+                         (void *)nk_gemm_axpy_avx2_f64, nk_gemm_ukr_rows_avx2_f64};
     return (gemm_arch){4, 8, ukr_f64_4x8, (void *)dot_f64, (void *)dot_f64_axpy};
   default: return (gemm_arch){4, 4, ukr_i64_4x4, NULL, NULL};
   }
@@ -173,16 +183,21 @@ static cache_info caches(void) {
 }
 
 static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
-static int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
 
 /* ------------------------------------------------------------ the plan */
 
-/* A matrix of one batch entry: element (r, c) at data + r * rs + c * cs. */
+/* A matrix of one batch entry: element (r, c) at data + r * rs + c * cs,
+ * or at the byte offsets roff[r] / coff[c] in place of r * rs / c * cs
+ * where those tables are given (nk_gemm_indirect; float types only). */
 typedef struct matrix {
   const char *data;
   nrt_dtype dtype;
   int64_t rs, cs;
+  const int64_t *roff, *coff;
 } matrix;
+
+#define NK_ROW(x, r) ((x)->roff ? (x)->roff[r] : (r) * (x)->rs)
+#define NK_COL(x, c) ((x)->coff ? (x)->coff[c] : (c) * (x)->cs)
 
 typedef struct gemm_plan {
   nk_class cls;
@@ -194,6 +209,8 @@ typedef struct gemm_plan {
   nk_scalar alpha, beta;
   int direct;                /* out is the compute type with unit column stride */
   int pairs;                 /* bfloat16 packed in k pairs for the dot-product kernel */
+  nk_gemm_indirect ind;      /* offset tables (all NULL: plain strides) */
+  int unpacked_b;            /* B read in place by arch.ukr_rows (ind.b_rows, unit columns) */
   /* Read through (const double *) / (const int64_t *) by the micro-kernels
    * and merge_tile, so they need 8-byte alignment: after `int direct` a
    * plain char array sits at offset 4 mod 8 (a misaligned load, UBSan). */
@@ -220,14 +237,14 @@ static void set_compute(nk_class cls, char *dst, nk_scalar v) {
 #define NK_PACK(name, T, S, LOAD)                                                            \
   static void name(const matrix *x, int64_t r0, int64_t rows, int64_t c0, int64_t cols,     \
                    int width, T *dst) {                                                     \
-    if (x->rs == (int64_t)sizeof(S)) {                                                      \
+    if (x->rs == (int64_t)sizeof(S) && !x->roff) {                                          \
       /* Rows adjacent: walk each column (a k step) once across all the       \
        * slivers, so the source streams in order.  Sliver by sliver would      \
        * read `width` elements from each of `cols` far-apart lines and leave    \
        * the copy waiting on memory (a quarter of a 128x784x1152 product). */  \
       const int64_t sliver = (int64_t)width * cols;                                         \
       for (int64_t c = 0; c < cols; c++) {                                                  \
-        const S *src = (const S *)(x->data + r0 * x->rs + (c0 + c) * x->cs);                \
+        const S *src = (const S *)(x->data + r0 * x->rs + NK_COL(x, c0 + c));               \
         T *d = dst + c * width;                                                             \
         for (int64_t s = 0; s < rows; s += width, d += sliver, src += width) {              \
           const int valid = rows - s < width ? (int)(rows - s) : width;                     \
@@ -240,10 +257,9 @@ static void set_compute(nk_class cls, char *dst, nk_scalar v) {
     }                                                                                       \
     for (int64_t s = 0; s < rows; s += width, dst += (int64_t)width * cols) {               \
       const int valid = rows - s < width ? (int)(rows - s) : width;                         \
-      const char *base = x->data + (r0 + s) * x->rs + c0 * x->cs;                           \
-      if (x->cs == (int64_t)sizeof(S)) {                                                    \
+      if (x->cs == (int64_t)sizeof(S) && !x->coff) {                                        \
         for (int i = 0; i < valid; i++) {                                                   \
-          const S *src = (const S *)(base + i * x->rs);                                     \
+          const S *src = (const S *)(x->data + NK_ROW(x, r0 + s + i) + c0 * x->cs);         \
           for (int64_t c = 0; c < cols; c++) dst[c * width + i] = LOAD(src[c]);             \
         }                                                                                   \
         if (valid < width)                                                                  \
@@ -252,10 +268,11 @@ static void set_compute(nk_class cls, char *dst, nk_scalar v) {
       } else {                                                                              \
         for (int64_t c = 0; c < cols; c++) {                                                \
           T *d = dst + c * width;                                                           \
+          const char *col = x->data + NK_COL(x, c0 + c);                                    \
           int i = 0;                                                                        \
           for (; i < valid; i++) {                                                          \
             S v;                                                                            \
-            memcpy(&v, base + i * x->rs + c * x->cs, sizeof v);                             \
+            memcpy(&v, col + NK_ROW(x, r0 + s + i), sizeof v);                              \
             d[i] = LOAD(v);                                                                 \
           }                                                                                 \
           for (; i < width; i++) d[i] = 0;                                                  \
@@ -326,12 +343,17 @@ static void pack(const gemm_plan *p, const matrix *x, int64_t r0, int64_t rows, 
     return;
   }
   if (p->cls == NK_CLASS_FLOAT) {
-    if (x->dtype == NRT_FLOAT32 && x->cs == 4 && x->rs != 4 && nk_cpu_isa() >= NK_ISA_AVX2) {
+    if (x->dtype == NRT_FLOAT32 && x->cs == 4 && !x->coff && (x->rs != 4 || x->roff) &&
+        nk_cpu_isa() >= NK_ISA_AVX2) {
       /* k contiguous: register transposes (gemm_pack_avx2_f32.c) */
       for (int64_t s = 0; s < rows; s += width, dst += (size_t)(width * cols) * 4) {
         const int valid = rows - s < width ? (int)(rows - s) : width;
-        nk_gemm_pack_kmajor_avx2_f32(x->data + (r0 + s) * x->rs + c0 * 4, x->rs, valid, cols, width,
-                                     (float *)dst);
+        if (x->roff)
+          nk_gemm_pack_kmajor_avx2_f32(x->data + c0 * 4, x->roff + r0 + s, 0, valid, cols, width,
+                                       (float *)dst);
+        else
+          nk_gemm_pack_kmajor_avx2_f32(x->data + (r0 + s) * x->rs + c0 * 4, NULL, x->rs, valid,
+                                       cols, width, (float *)dst);
       }
       return;
     }
@@ -524,17 +546,21 @@ static void compute_range(void *arg, int64_t begin, int64_t end, int worker) {
     for (int64_t jr = jb; jr < je; jr += nr) {
       const int64_t cols = je - jr < nr ? je - jr : nr;
       const char *bs = pn->buf->b_panel + (size_t)(jr * pn->kp) * es;
+      /* unpacked: the sliver's k steps in place (matrix bt's rows adjacent) */
+      const char *bbase = pn->bt.data + (pn->j0 + jr) * (int64_t)es;
+      const int64_t *boff = p->unpacked_b ? pn->bt.coff + pn->p0 : NULL;
       char *cj = c + (jr - jb) * (int64_t)es;
       for (int64_t ir = 0; ir < rows; ir += mr) {
         const int64_t r = rows - ir < mr ? rows - ir : mr;
         const char *as = a_pack + (size_t)(ir * pn->kp) * es;
         char *ct = cj + ir * ldc * (int64_t)es;
-        if (r == mr && cols == nr) {
-          p->arch.ukr(pn->kp, as, bs, ct, ldc, alpha, beta);
-        } else {
-          p->arch.ukr(pn->kp, as, bs, tile, nr, alpha, p->zero);
-          merge_tile(p->cls, tile, nr, ct, ldc, r, cols, beta);
-        }
+        const int full = r == mr && cols == nr;
+        char *dst = full ? ct : tile;
+        const int64_t ld = full ? ldc : nr;
+        const char *bt = full ? beta : p->zero;
+        if (boff) p->arch.ukr_rows(pn->kp, as, bbase, boff, dst, ld, alpha, bt);
+        else p->arch.ukr(pn->kp, as, bs, dst, ld, alpha, bt);
+        if (!full) merge_tile(p->cls, tile, nr, ct, ldc, r, cols, beta);
       }
     }
     if (!p->direct && pn->last) {
@@ -553,9 +579,9 @@ static void gemm_one(const gemm_plan *p, const gemm_buffers *buf, int64_t bi, in
   pn.p = p;
   pn.buf = buf;
   pn.a = (matrix){(const char *)p->a.data + bi * p->a.strides[0], (nrt_dtype)p->a.dtype,
-                  p->a.strides[1], p->a.strides[2]};
+                  p->a.strides[1], p->a.strides[2], NULL, NULL};
   pn.bt = (matrix){(const char *)p->b.data + bi * p->b.strides[0], (nrt_dtype)p->b.dtype,
-                   p->b.strides[2], p->b.strides[1]};
+                   p->b.strides[2], p->b.strides[1], p->ind.b_cols, p->ind.b_rows};
   pn.out = (char *)p->out.data + bi * p->out.strides[0];
   const int mr = p->arch.mr, nr = p->arch.nr;
   const int threads = parallel ? buf->workers : 1;
@@ -581,10 +607,10 @@ static void gemm_one(const gemm_plan *p, const gemm_buffers *buf, int64_t bi, in
       pn.last = pn.p0 + pn.kc >= p->k;
       const int64_t items = pn.n_ic * pn.n_jr_chunks;
       if (parallel) {
-        nk_parallel_for(slivers, 4, pack_b_range, &pn);
+        if (!p->unpacked_b) nk_parallel_for(slivers, 4, pack_b_range, &pn);
         nk_parallel_for(items, 1, compute_range, &pn);
       } else {
-        pack_b_range(&pn, 0, slivers, worker);
+        if (!p->unpacked_b) pack_b_range(&pn, 0, slivers, worker);
         compute_range(&pn, 0, items, worker);
       }
     }
@@ -651,6 +677,7 @@ static void gemv_range(void *arg, int64_t begin, int64_t end, int worker) {
  * returns 1 if it did. */
 static int try_gemv(const gemm_plan *p) {
   if (p->cls != NK_CLASS_FLOAT && p->cls != NK_CLASS_DOUBLE) return 0;
+  if (p->ind.b_rows || p->ind.b_cols) return 0;
   if (!p->direct || (p->n != 1 && p->m != 1) || p->k == 0) return 0;
   const int64_t es = (int64_t)p->es;
   /* As rows x k matrix x times vector v into out (stride os). */
@@ -725,7 +752,7 @@ static int plan_gemm(nrt_exec_ctx *ctx, const nrt_operand *ops, nk_scalar alpha,
   }
   p->cls = nk_dtype_class(t);
   p->pairs = t == NRT_BFLOAT16 && has_bf16_dot();
-  p->arch = pick_arch(p->cls, p->pairs);
+  p->arch = pick_arch(p->cls, p->pairs, p->m);
   p->es = p->cls == NK_CLASS_FLOAT ? sizeof(float) : 8;
   p->alpha = alpha;
   p->beta = beta;
@@ -791,8 +818,27 @@ static void batch_range(void *arg, int64_t begin, int64_t end, int worker) {
 }
 
 int nk_gemm_operands(nrt_exec_ctx *ctx, const nrt_operand ops[3], nk_scalar alpha, nk_scalar beta) {
+  return nk_gemm_operands_indirect(ctx, ops, alpha, beta, NULL);
+}
+
+int nk_gemm_operands_indirect(nrt_exec_ctx *ctx, const nrt_operand ops[3], nk_scalar alpha,
+                              nk_scalar beta, const nk_gemm_indirect *ind) {
   gemm_plan plan;
   if (plan_gemm(ctx, ops, alpha, beta, &plan)) return -1;
+  if (ind && (ind->b_rows || ind->b_cols)) {
+    if (ops[2].dtype != NRT_FLOAT32 && ops[2].dtype != NRT_FLOAT64) {
+      nrt_exec_fail(ctx, "gemm: indirect operands must be float32 or float64");
+      return -1;
+    }
+    plan.ind = *ind;
+    plan.pairs = 0;
+    /* Unpacked only for few rows: each row tile then re-reads the B rows
+     * from wherever the offsets point, which pays while packing would cost
+     * as much as the few tiles' multiply-adds (a 16-channel convolution),
+     * and stops paying when many tiles reuse one packed copy. */
+    plan.unpacked_b = ind->b_rows && !ind->b_cols && plan.arch.ukr_rows && plan.m <= 4 * plan.arch.mr &&
+                      ops[2].strides[2] == (int64_t)plan.es && ops[2].dtype == ops[0].dtype;
+  }
   const gemm_plan *p = &plan;
   if (p->batch == 0 || p->m == 0 || p->n == 0) return 0;
   if (p->k == 0) {

@@ -25,8 +25,45 @@
  * -1 after nrt_exec_fail. */
 int nk_gemm_operands(nrt_exec_ctx *ctx, const nrt_operand ops[3], nk_scalar alpha, nk_scalar beta);
 
+/* Offset tables for nk_gemm_operands_indirect: byte offsets from b's data
+ * (per batch entry) that replace index * stride for one index of b (NULL:
+ * the stride): b's row (k index) p starts at b_rows[p], its column j at
+ * b_cols[j].  float32/float64 operands only.  Implicit-GEMM convolution
+ * (conv_implicit.c) reads its im2col matrix through them straight from a
+ * zero-padded copy of the input: row (c, tap) of the matrix is the padded
+ * input shifted by the tap, so no col matrix is ever written.
+ * With b_rows and unit column stride, b is not packed at all: the rows form
+ * of the micro-kernel (nk_gemm_ukr_rows) loads each k step's NR values at
+ * that step's row offset, and may read up to NK_GEMM_ROWS_SLACK elements
+ * past column n - 1 of any row (columns of an edge tile, never stored):
+ * the caller provides that much readable memory after b's data. */
+#define NK_GEMM_ROWS_SLACK 64
+typedef struct nk_gemm_indirect {
+  const int64_t *b_rows, *b_cols;
+} nk_gemm_indirect;
+int nk_gemm_operands_indirect(nrt_exec_ctx *ctx, const nrt_operand ops[3], nk_scalar alpha,
+                              nk_scalar beta, const nk_gemm_indirect *ind);
+
 typedef void (*nk_gemm_ukr)(int64_t kc, const void *a, const void *b, void *c, int64_t ldc,
                             const void *alpha, const void *beta);
+
+/* The micro-kernel with an unpacked B: k step p's NR values at bbase +
+ * boff[p] (gemm_simd.h). */
+typedef void (*nk_gemm_ukr_rows)(int64_t kc, const void *a, const char *bbase, const int64_t *boff,
+                                 void *c, int64_t ldc, const void *alpha, const void *beta);
+void nk_gemm_ukr_rows_avx512_f32(int64_t, const void *, const char *, const int64_t *, void *, int64_t,
+                                 const void *, const void *);
+void nk_gemm_ukr_rows_avx512_f64(int64_t, const void *, const char *, const int64_t *, void *, int64_t,
+                                 const void *, const void *);
+void nk_gemm_ukr_rows_avx2_f32(int64_t, const void *, const char *, const int64_t *, void *, int64_t,
+                               const void *, const void *);
+void nk_gemm_ukr_rows_avx2_f64(int64_t, const void *, const char *, const int64_t *, void *, int64_t,
+                               const void *, const void *);
+
+/* AVX-512F float32 8x32 (gemm_avx512_f32_m8.c): for products of few rows. */
+void nk_gemm_ukr_avx512_f32_m8(int64_t, const void *, const void *, void *, int64_t, const void *, const void *);
+void nk_gemm_ukr_rows_avx512_f32_m8(int64_t, const void *, const char *, const int64_t *, void *, int64_t,
+                                    const void *, const void *);
 
 /* Micro-kernels (gemm_<isa>_<type>.c, from gemm_simd.h):
  *   AVX-512F float32 12x32, float64 12x16 (24 zmm accumulators);
@@ -50,10 +87,11 @@ void nk_gemm_axpy_avx2_f32(int64_t n, float s, const float *x, float *y);
 void nk_gemm_axpy_avx2_f64(int64_t n, double s, const double *x, double *y);
 
 /* One sliver (`width` rows, the first `valid` real, `cols` k values) of a
- * float32 operand whose k stride is one element (row r at src + r * rs),
- * packed as gemm.c's slivers: dst[c * width + i] (gemm_pack_avx2_f32.c). */
-void nk_gemm_pack_kmajor_avx2_f32(const char *src, int64_t rs, int valid, int64_t cols, int width,
-                                  float *dst);
+ * float32 operand whose k stride is one element (row r at src + roff[r],
+ * or src + r * rs when roff is NULL), packed as gemm.c's slivers:
+ * dst[c * width + i] (gemm_pack_avx2_f32.c). */
+void nk_gemm_pack_kmajor_avx2_f32(const char *src, const int64_t *roff, int64_t rs, int valid,
+                                  int64_t cols, int width, float *dst);
 
 /* The FMA peak probe (peak_<isa>.c, for bench/peak.py): runs `iters`
  * rounds of independent fused multiply-adds on registers of the type

@@ -29,6 +29,7 @@ static inline double nk_hsum256_pd(__m256d v) {
 #define V_ADD(a, b) _mm256_add_pd(a, b)
 #define V_REDUCE(v) nk_hsum256_pd(v)
 #define UKR_NAME nk_gemm_ukr_avx2_f64
+#define UKR_ROWS_NAME nk_gemm_ukr_rows_avx2_f64
 #define DOT_NAME nk_gemm_dot_avx2_f64
 #define AXPY_NAME nk_gemm_axpy_avx2_f64
 #include "gemm_simd.h"

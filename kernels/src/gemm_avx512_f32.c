@@ -17,6 +17,7 @@
 #define V_ADD(a, b) _mm512_add_ps(a, b)
 #define V_REDUCE(v) _mm512_reduce_add_ps(v)
 #define UKR_NAME nk_gemm_ukr_avx512_f32
+#define UKR_ROWS_NAME nk_gemm_ukr_rows_avx512_f32
 #define DOT_NAME nk_gemm_dot_avx512_f32
 #define AXPY_NAME nk_gemm_axpy_avx512_f32
 #include "gemm_simd.h"

@@ -17,6 +17,7 @@
 #define V_ADD(a, b) _mm512_add_pd(a, b)
 #define V_REDUCE(v) _mm512_reduce_add_pd(v)
 #define UKR_NAME nk_gemm_ukr_avx512_f64
+#define UKR_ROWS_NAME nk_gemm_ukr_rows_avx512_f64
 #define DOT_NAME nk_gemm_dot_avx512_f64
 #define AXPY_NAME nk_gemm_axpy_avx512_f64
 #include "gemm_simd.h"

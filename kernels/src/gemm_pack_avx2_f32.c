@@ -33,20 +33,21 @@ static inline void transpose8(__m256 r[8]) {
   r[6] = _mm256_permute2f128_ps(s2, s6, 0x31), r[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
 }
 
-void nk_gemm_pack_kmajor_avx2_f32(const char *src, int64_t rs, int valid, int64_t cols, int width,
-                                  float *dst) {
+void nk_gemm_pack_kmajor_avx2_f32(const char *src, const int64_t *roff, int64_t rs, int valid,
+                                  int64_t cols, int width, float *dst) {
+#define NK_ROW_AT(i) (src + (roff ? roff[i] : (int64_t)(i) * rs))
   int64_t c = 0;
   for (; c + 8 <= cols; c += 8) {
     float *d = dst + c * width;
     int i = 0;
     for (; i + 8 <= valid; i += 8) {
       __m256 r[8];
-      for (int t = 0; t < 8; t++) r[t] = _mm256_loadu_ps((const float *)(src + (i + t) * rs) + c);
+      for (int t = 0; t < 8; t++) r[t] = _mm256_loadu_ps((const float *)NK_ROW_AT(i + t) + c);
       transpose8(r);
       for (int t = 0; t < 8; t++) _mm256_storeu_ps(d + t * width + i, r[t]);
     }
     for (; i < valid; i++) {
-      const float *s = (const float *)(src + i * rs) + c;
+      const float *s = (const float *)NK_ROW_AT(i) + c;
       for (int t = 0; t < 8; t++) d[t * width + i] = s[t];
     }
     for (; i < width; i++)
@@ -55,7 +56,8 @@ void nk_gemm_pack_kmajor_avx2_f32(const char *src, int64_t rs, int valid, int64_
   for (; c < cols; c++) {
     float *d = dst + c * width;
     int i = 0;
-    for (; i < valid; i++) memcpy(&d[i], src + i * rs + c * 4, 4);
+    for (; i < valid; i++) memcpy(&d[i], NK_ROW_AT(i) + c * 4, 4);
     for (; i < width; i++) d[i] = 0;
   }
 }
+#undef NK_ROW_AT

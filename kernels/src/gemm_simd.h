@@ -13,7 +13,7 @@
  *
  * Needs: ET (element), VT (vector), LANES, MR, NV, V_LOAD, V_STORE, V_SET1,
  * V_ZERO, V_FMA(a, b, c) = a * b + c, V_MUL, V_ADD, V_REDUCE (sum of lanes),
- * UKR_NAME; optionally DOT_NAME and AXPY_NAME (the matrix-vector helpers)
+ * UKR_NAME; optionally UKR_ROWS_NAME (the unpacked-B form, gemm.h), DOT_NAME and AXPY_NAME (the matrix-vector helpers)
  * and V_KSTEP(a, b, acc), the k step (default V_FMA; the bfloat16 kernel's
  * is a two-term dot product, a and b holding k pairs, not elements). */
 #include <immintrin.h>
@@ -26,10 +26,13 @@
 #define V_KSTEP(a, b, acc) V_FMA(a, b, acc)
 #endif
 
-void UKR_NAME(int64_t kc, const void *ap, const void *bp, void *cp, int64_t ldc,
-              const void *alphap, const void *betap) {
-  const ET *a = (const ET *)ap, *b = (const ET *)bp;
-  ET *c = (ET *)cp;
+/* The kernel's body for both B forms: packed (b, NR values per k step) or
+ * rows (k step p's NR values at bbase + boff[p], unpacked); the wrappers
+ * below inline it with one form each, so neither pays for the other. */
+static inline __attribute__((always_inline)) void ukr_body(int64_t kc, const ET *a, const ET *b,
+                                                           const char *bbase, const int64_t *boff,
+                                                           ET *c, int64_t ldc, const void *alphap,
+                                                           const void *betap) {
   VT acc[MR][NV];
 #pragma GCC unroll 32
   for (int i = 0; i < MR; i++)
@@ -44,10 +47,11 @@ void UKR_NAME(int64_t kc, const void *ap, const void *bp, void *cp, int64_t ldc,
    * down: the next micro-tile of the ir loop) into L2, well before that
    * tile's update needs them. */
   int64_t p = 0;
-  for (; p < kc && p < MR; p++, a += MR, b += NR) {
+  for (; p < kc && p < MR; p++, a += MR) {
+    const ET *bp = boff ? (const ET *)(bbase + boff[p]) : b + p * NR;
     VT bv[NV];
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; v++) bv[v] = V_LOAD(b + v * LANES);
+    for (int v = 0; v < NV; v++) bv[v] = V_LOAD(bp + v * LANES);
     _mm_prefetch((const char *)(c + (MR + p) * ldc), _MM_HINT_T1);
     _mm_prefetch((const char *)(c + (MR + p) * ldc + NR - 1), _MM_HINT_T1);
 #pragma GCC unroll 32
@@ -58,10 +62,11 @@ void UKR_NAME(int64_t kc, const void *ap, const void *bp, void *cp, int64_t ldc,
     }
   }
 #pragma GCC unroll 2
-  for (; p < kc; p++, a += MR, b += NR) {
+  for (; p < kc; p++, a += MR) {
+    const ET *bp = boff ? (const ET *)(bbase + boff[p]) : b + p * NR;
     VT bv[NV];
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; v++) bv[v] = V_LOAD(b + v * LANES);
+    for (int v = 0; v < NV; v++) bv[v] = V_LOAD(bp + v * LANES);
     _mm_prefetch((const char *)(a + 8 * MR), _MM_HINT_T0);
 #pragma GCC unroll 32
     for (int i = 0; i < MR; i++) {
@@ -96,6 +101,18 @@ void UKR_NAME(int64_t kc, const void *ap, const void *bp, void *cp, int64_t ldc,
       }
   }
 }
+
+void UKR_NAME(int64_t kc, const void *ap, const void *bp, void *cp, int64_t ldc,
+              const void *alphap, const void *betap) {
+  ukr_body(kc, (const ET *)ap, (const ET *)bp, NULL, NULL, (ET *)cp, ldc, alphap, betap);
+}
+
+#ifdef UKR_ROWS_NAME
+void UKR_ROWS_NAME(int64_t kc, const void *ap, const char *bbase, const int64_t *boff, void *cp,
+                   int64_t ldc, const void *alphap, const void *betap) {
+  ukr_body(kc, (const ET *)ap, NULL, bbase, boff, (ET *)cp, ldc, alphap, betap);
+}
+#endif
 
 #ifdef DOT_NAME
 /* sum_p x[p] * y[p] over contiguous vectors, in a fixed order (4 vector

@@ -320,6 +320,17 @@ static void test_cases(void) {
   /* many samples, several per chunk */
   conv_case many = {NRT_FLOAT32, 2, 9, 8, 3, 1, {90, 90}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 2};
   check_case(&many);
+  /* implicit GEMM's shapes: 16 / 32 channels (unpacked, 8-row tiles),
+   * padding up to and beyond the kernel's extent, dilation, even kernels */
+  const conv_case implicit[] = {
+      {NRT_FLOAT32, 2, 4, 16, 16, 1, {16, 16}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 0},
+      {NRT_FLOAT64, 2, 3, 32, 32, 1, {8, 8}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 1},
+      {NRT_FLOAT32, 2, 2, 5, 40, 1, {9, 7}, {3, 3}, {1, 1}, {2, 1}, {1, 1}, 2},
+      {NRT_FLOAT32, 2, 2, 4, 6, 1, {6, 6}, {3, 3}, {1, 1}, {3, 3}, {1, 1}, 0},
+      {NRT_FLOAT32, 3, 2, 3, 5, 1, {4, 5, 6}, {2, 3, 2}, {1, 1, 1}, {1, 1, 1}, {1, 2, 1}, 0},
+      {NRT_FLOAT32, 1, 3, 6, 8, 2, {20}, {5}, {1}, {2}, {2}, 1},
+  };
+  for (size_t i = 0; i < sizeof implicit / sizeof *implicit; i++) check_case(&implicit[i]);
 }
 
 static void test_validation(void) {
@@ -370,7 +381,14 @@ static void test_validation(void) {
 }
 
 static void tests(void) {
-  test_cases();
+  /* every case on each path: conv.c's choice, im2col only, implicit GEMM
+   * wherever it applies (conv_implicit.c; read on every call) */
+  static const char *paths[] = {"", "0", "1"};
+  for (int i = 0; i < 3; i++) {
+    setenv("TORCHNEURON_CONV_IMPLICIT", paths[i], 1);
+    test_cases();
+  }
+  unsetenv("TORCHNEURON_CONV_IMPLICIT");
   test_validation();
 }
 

@@ -6,13 +6,20 @@
  * out, batch broadcast (stride 0), alpha/beta (beta 0 ignores NaN in out),
  * every dtype class, mixed-precision rounding of float16/bfloat16, a
  * randomised sweep, nk_gemm_operands called from inside a parallel region
- * (serial there; bit-identical to the pooled run), and the validation
- * failures. */
+ * (serial there; bit-identical to the pooled run), b given through row or
+ * column offset tables (nk_gemm_operands_indirect: packed and unpacked, 8-
+ * and 12-row kernels), and the validation failures. */
 #define _POSIX_C_SOURCE 200809L
 #include "test_kernels_util.h"
 
-/* kernels/src/gemm.h: the entry other kernels call */
+/* kernels/src/gemm.h: the entries other kernels call */
 int nk_gemm_operands(nrt_exec_ctx *ctx, const nrt_operand ops[3], nk_scalar alpha, nk_scalar beta);
+typedef struct nk_gemm_indirect {
+  const int64_t *b_rows, *b_cols;
+} nk_gemm_indirect;
+int nk_gemm_operands_indirect(nrt_exec_ctx *ctx, const nrt_operand ops[3], nk_scalar alpha,
+                              nk_scalar beta, const nk_gemm_indirect *ind);
+#define ROWS_SLACK 64 /* NK_GEMM_ROWS_SLACK */
 
 typedef struct gcase {
   nrt_dtype t;
@@ -247,6 +254,87 @@ static void test_nested_in_parallel_region(void) {
   }
 }
 
+/* b's rows (k index) or columns at shuffled offsets in a bigger buffer. */
+enum { K_INDIRECT = NRT_KERNEL_MAX - 4 };
+static nk_gemm_indirect indirect_tables;
+static double indirect_beta;
+
+static int indirect_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
+  nk_scalar alpha = {1, 1}, beta = {indirect_beta, (int64_t)indirect_beta};
+  return nk_gemm_operands_indirect(ctx, task->operands, alpha, beta, &indirect_tables);
+}
+
+static void check_indirect(nrt_dtype t, int64_t M, int64_t N, int64_t K, int by_rows, double beta) {
+  const int64_t es = tk_size(t), lines = by_rows ? K : N, len = by_rows ? N : K, gap = 3;
+  char *a = tk_alloc((size_t)(M * K * es)), *out = tk_alloc((size_t)(M * N * es + es));
+  char *b = tk_alloc((size_t)((lines * (len + gap) + ROWS_SLACK) * es));
+  int64_t *off = malloc(sizeof *off * (size_t)(lines + 1)), *slot = malloc(sizeof *slot * (size_t)(lines + 1));
+  double *va = malloc(sizeof *va * (size_t)(M * K + 1)), *vb = malloc(sizeof *vb * (size_t)(K * N + 1));
+  double *vo = malloc(sizeof *vo * (size_t)(M * N + 1));
+  memset(b, 0, (size_t)((lines * (len + gap) + ROWS_SLACK) * es));
+  for (int64_t i = 0; i < lines; i++) slot[i] = i;
+  for (int64_t i = lines - 1; i > 0; i--) { /* shuffle: line i lives in slot[i] */
+    const int64_t j = (int64_t)(tk_rand() % (uint64_t)(i + 1)), s2 = slot[i];
+    slot[i] = slot[j];
+    slot[j] = s2;
+  }
+  for (int64_t i = 0; i < lines; i++) off[i] = slot[i] * (len + gap) * es;
+  for (int64_t i = 0; i < M * K; i++) {
+    va[i] = as_double(random_value(t));
+    tk_put(t, a + i * es, (tk_value){0, 0, va[i]});
+  }
+  for (int64_t p2 = 0; p2 < K; p2++)
+    for (int64_t j = 0; j < N; j++) {
+      vb[p2 * N + j] = as_double(random_value(t));
+      const int64_t at = by_rows ? off[p2] + j * es : off[j] + p2 * es;
+      tk_put(t, b + at, (tk_value){0, 0, vb[p2 * N + j]});
+    }
+  for (int64_t i = 0; i < M * N; i++) {
+    vo[i] = as_double(random_value(t));
+    tk_put(t, out + i * es, (tk_value){0, 0, vo[i]});
+  }
+  indirect_tables = by_rows ? (nk_gemm_indirect){off, NULL} : (nk_gemm_indirect){NULL, off};
+  indirect_beta = beta;
+  nrt_operand ops[3] = {tk_operand(out, t, 3, (int64_t[]){1, M, N}, NULL),
+                        tk_operand(a, t, 3, (int64_t[]){1, M, K}, NULL),
+                        tk_operand(b, t, 3, (int64_t[]){1, K, N}, (int64_t[]){0, 0, 0})};
+  ops[2].strides[1] = by_rows ? 0 : es; /* the unused index's stride: 0 */
+  ops[2].strides[2] = by_rows ? es : 0;
+  nrt_task task = tk_task((nk_kernel_id)K_INDIRECT, 3, ops, NULL, 0);
+  CHECK_OK(tk_run(&task));
+  int bad = 0;
+  for (int64_t i = 0; i < M; i++)
+    for (int64_t j = 0; j < N; j++) {
+      long double acc = 0;
+      for (int64_t p2 = 0; p2 < K; p2++) acc += (long double)va[i * K + p2] * vb[p2 * N + j];
+      const double want = (double)acc + beta * vo[i * N + j];
+      double got;
+      if (t == NRT_FLOAT32) { float f; memcpy(&f, out + (i * N + j) * es, 4); got = f; }
+      else memcpy(&got, out + (i * N + j) * es, 8);
+      if (!(fabs(got - want) <= tolerance(t, K) * 2 + tolerance(t, 0))) {
+        if (!bad)
+          fprintf(stderr, "  indirect %s %s m%lld n%lld k%lld [%lld,%lld]: got %g want %g\n",
+                  by_rows ? "rows" : "cols", tk_dtype_names[t], (long long)M, (long long)N,
+                  (long long)K, (long long)i, (long long)j, got, want);
+        bad++;
+      }
+    }
+  CHECK(bad == 0);
+  free(off), free(slot), free(va), free(vb), free(vo);
+  tk_free(a), tk_free(b), tk_free(out);
+}
+
+static void test_indirect(void) {
+  CHECK_OK(nrt_kernel_register(K_INDIRECT, "gemm_indirect", indirect_kernel));
+  static const int64_t ms[] = {5, 16, 30, 40, 100}, ns[] = {1, 37, 70}, ks[] = {3, 45, 130};
+  for (int t = 0; t < 2; t++)
+    for (int by_rows = 0; by_rows < 2; by_rows++)
+      for (size_t i = 0; i < 5; i++)
+        for (size_t j = 0; j < 3; j++)
+          check_indirect(t ? NRT_FLOAT64 : NRT_FLOAT32, ms[i], ns[j], ks[(i + j) % 3], by_rows,
+                         (double)((i + j) % 2));
+}
+
 static void test_validation(void) {
   float buf[64] = {0};
   nrt_operand good[3] = {tk_operand(buf, NRT_FLOAT32, 3, (int64_t[]){1, 2, 3}, NULL),
@@ -282,6 +370,7 @@ static void tests(void) {
   test_sizes();
   test_random_sweep();
   test_nested_in_parallel_region();
+  test_indirect();
   test_layouts_and_dtypes();
   test_validation();
 }

@@ -1,0 +1,54 @@
+/* conv.h — what conv.c (im2col lowering) and conv_implicit.c (implicit
+ * GEMM for stride 1) share: the geometry, the compute-typed views of the
+ * operands and a 3-d matrix operand constructor. */
+#ifndef NK_CONV_H
+#define NK_CONV_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "neuron_kernels.h"
+
+typedef struct conv_geom {
+  int64_t n, c, o, groups, cg, og; /* samples, in/out channels, per group */
+  int64_t in[3], out[3], k[3], s[3], p[3], d[3];
+  int64_t kprod, lprod, iprod, ck; /* ck = cg * kprod */
+} conv_geom;
+
+/* A tensor (A, B, spatial...) in the compute dtype: per-dim byte strides,
+ * the flat spatial stride when the spatial dims flatten (else -1), and the
+ * malloc'ed copy it lives in when it had to be copied. */
+typedef struct cview {
+  char *data;
+  int64_t sa, sb, sp[3], sl;
+  int64_t size[5];
+  void *owned;
+  int writeback; /* an output copy that must be stored back */
+} cview;
+
+static inline nrt_operand mat3(char *data, nrt_dtype t, int64_t b, int64_t r, int64_t c, int64_t sb,
+                        int64_t sr, int64_t sc) {
+  nrt_operand op;
+  memset(&op, 0, sizeof op);
+  op.data = data;
+  op.dtype = t;
+  op.ndim = 3;
+  op.sizes[0] = b;
+  op.sizes[1] = r;
+  op.sizes[2] = c;
+  op.strides[0] = sb;
+  op.strides[1] = sr;
+  op.strides[2] = sc;
+  return op;
+}
+
+/* The stride-1 convolution of every mode but the weight gradient's inputs
+ * with non-finite values, as implicit GEMMs (conv_implicit.c).  x, w, y
+ * (and b, bias, may have data NULL) are compute-typed views as conv.c makes
+ * them.  Returns 1 when done, 0 when the shape or the values are not for
+ * it (nothing written then, conv.c goes on with im2col), -1 after
+ * nrt_exec_fail. */
+int nk_conv_implicit(nrt_exec_ctx *ctx, int mode, const conv_geom *g, nrt_dtype ct, const cview *x,
+                     const cview *w, const cview *y, const cview *b);
+
+#endif /* NK_CONV_H */
