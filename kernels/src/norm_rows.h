@@ -10,6 +10,7 @@
  * end, so a result depends only on the data and never on the thread count.
  * A NULL w means weight 1, a NULL b bias 0. */
 #include <stdint.h>
+#include <string.h>
 
 #ifndef NR_LANES
 #define NR_LANES 16
@@ -24,64 +25,108 @@ static inline double NR_NAME(fold)(const NR_T *acc) {
   return a[0];
 }
 
-/* sum of x, accumulated in double (the mean of data far from 0 stays exact) */
+/* The lanes as one GCC vector (NR_LANES elements): written with arrays of
+ * NR_LANES accumulators, GCC's SLP vectoriser turned these loops into 45 KB
+ * of permutes under AVX-512 (a batch-norm backward at 1 ns an element);
+ * as vectors they are one load and one FMA per lane group.  Lane k still
+ * sums elements k, k + NR_LANES, ..., in the same order as before. */
+typedef NR_T NR_NAME(vec) __attribute__((vector_size(NR_LANES * sizeof(NR_T))));
+
+/* (statements, not functions returning vectors: a 64-byte vector return
+ * would draw GCC's ABI warning in the portable build) */
+#define NR_LOAD(v, p) memcpy(&(v), (p), sizeof(v))
+#define NR_SPLAT(v, x)                              \
+  for (int k_ = 0; k_ < NR_LANES; k_++) (v)[k_] = (x)
+/* lanes out, by constant indices (memcpy from the vector's address would
+ * keep it in memory through the loop) */
+#define NR_LANES_OUT(a, v)                          \
+  _Pragma("GCC unroll 16") for (int k_ = 0; k_ < NR_LANES; k_++) (a)[k_] = (v)[k_]
+
+/* sum of x, accumulated in double (the mean of data far from 0 stays exact);
+ * the lanes as two halves, each one register wide (a 16-double vector is
+ * wider than any register, and GCC keeps such a vector in memory) */
+typedef NR_T NR_NAME(hvec) __attribute__((vector_size(NR_LANES / 2 * sizeof(NR_T))));
+typedef double NR_NAME(dhvec) __attribute__((vector_size(NR_LANES / 2 * sizeof(double))));
 static double NR_NAME(sum)(const NR_T *x, int64_t n) {
-  double acc[NR_LANES] = {0};
+  NR_NAME(dhvec) lo = {0}, hi = {0};
+  NR_NAME(hvec) vl, vh;
   int64_t i = 0;
-  for (; i + NR_LANES <= n; i += NR_LANES)
-    for (int k = 0; k < NR_LANES; k++) acc[k] += (double)x[i + k];
-  for (int k = 0; i < n; i++, k++) acc[k] += (double)x[i];
+  for (; i + NR_LANES <= n; i += NR_LANES) {
+    NR_LOAD(vl, x + i);
+    NR_LOAD(vh, x + i + NR_LANES / 2);
+    lo += __builtin_convertvector(vl, NR_NAME(dhvec));
+    hi += __builtin_convertvector(vh, NR_NAME(dhvec));
+  }
+  double a[NR_LANES]; /* the tail goes to the lanes in memory: a vector
+                       * subscripted in a loop would live in memory too */
+  _Pragma("GCC unroll 16") for (int k = 0; k < NR_LANES / 2; k++) {
+    a[k] = lo[k];
+    a[k + NR_LANES / 2] = hi[k];
+  }
+  for (int k = 0; i < n; i++, k++) a[k] += (double)x[i];
   for (int w = NR_LANES / 2; w > 0; w /= 2)
-    for (int k = 0; k < w; k++) acc[k] += acc[k + w];
-  return acc[0];
+    for (int k = 0; k < w; k++) a[k] += a[k + w];
+  return a[0];
 }
 
 /* sum of (x - m)^2 */
 static double NR_NAME(sumsq)(const NR_T *x, int64_t n, NR_T m) {
-  NR_T acc[NR_LANES] = {0};
+  NR_NAME(vec) acc = {0}, mv, v;
+  NR_SPLAT(mv, m);
   int64_t i = 0;
-  for (; i + NR_LANES <= n; i += NR_LANES)
-    for (int k = 0; k < NR_LANES; k++) {
-      NR_T d = x[i + k] - m;
-      acc[k] += d * d;
-    }
+  for (; i + NR_LANES <= n; i += NR_LANES) {
+    NR_LOAD(v, x + i);
+    const NR_NAME(vec) d = v - mv;
+    acc += d * d;
+  }
+  NR_T a[NR_LANES];
+  NR_LANES_OUT(a, acc);
   for (int k = 0; i < n; i++, k++) {
     NR_T d = x[i] - m;
-    acc[k] += d * d;
+    a[k] += d * d;
   }
-  return NR_NAME(fold)(acc);
+  return NR_NAME(fold)(a);
 }
 
 /* *s1 += sum of dy * w, *s2 += sum of dy * w * (x - m) */
 static void NR_NAME(dsums)(const NR_T *dy, const NR_T *x, const NR_T *w, int64_t n, NR_T m,
                            double *s1, double *s2) {
-  NR_T a1[NR_LANES] = {0}, a2[NR_LANES] = {0};
+  NR_NAME(vec) a1 = {0}, a2 = {0}, mv, vd, vw, vx;
+  NR_T b1[NR_LANES], b2[NR_LANES]; /* the lanes, for the tail (see sum) */
+  NR_SPLAT(mv, m);
   int64_t i = 0;
   if (w) {
-    for (; i + NR_LANES <= n; i += NR_LANES)
-      for (int k = 0; k < NR_LANES; k++) {
-        NR_T g = dy[i + k] * w[i + k];
-        a1[k] += g;
-        a2[k] += g * (x[i + k] - m);
-      }
+    for (; i + NR_LANES <= n; i += NR_LANES) {
+      NR_LOAD(vd, dy + i);
+      NR_LOAD(vw, w + i);
+      NR_LOAD(vx, x + i);
+      const NR_NAME(vec) g = vd * vw;
+      a1 += g;
+      a2 += g * (vx - mv);
+    }
+    NR_LANES_OUT(b1, a1);
+    NR_LANES_OUT(b2, a2);
     for (int k = 0; i < n; i++, k++) {
       NR_T g = dy[i] * w[i];
-      a1[k] += g;
-      a2[k] += g * (x[i] - m);
+      b1[k] += g;
+      b2[k] += g * (x[i] - m);
     }
   } else {
-    for (; i + NR_LANES <= n; i += NR_LANES)
-      for (int k = 0; k < NR_LANES; k++) {
-        a1[k] += dy[i + k];
-        a2[k] += dy[i + k] * (x[i + k] - m);
-      }
+    for (; i + NR_LANES <= n; i += NR_LANES) {
+      NR_LOAD(vd, dy + i);
+      NR_LOAD(vx, x + i);
+      a1 += vd;
+      a2 += vd * (vx - mv);
+    }
+    NR_LANES_OUT(b1, a1);
+    NR_LANES_OUT(b2, a2);
     for (int k = 0; i < n; i++, k++) {
-      a1[k] += dy[i];
-      a2[k] += dy[i] * (x[i] - m);
+      b1[k] += dy[i];
+      b2[k] += dy[i] * (x[i] - m);
     }
   }
-  *s1 += NR_NAME(fold)(a1);
-  *s2 += NR_NAME(fold)(a2);
+  *s1 += NR_NAME(fold)(b1);
+  *s2 += NR_NAME(fold)(b2);
 }
 
 /* y = (x * scale + shift) * w + b (ATen's CPU form) */
