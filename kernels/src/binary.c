@@ -23,7 +23,7 @@ typedef struct binary_plan {
   nk_alpha alpha;
   bool same;            /* every operand and the compute in one dtype */
   nk_binary_vec_fn vec; /* set when the vectorised loop applies */
-  nk_binary_vec_fn vec_f32; /* 16-bit rows through float32 chunks (half_loop) */
+  nk_binary_vec_fn vec_f32; /* float rows through float32 chunks (chunk_loop) */
 } binary_plan;
 
 /* One element; every dtype and the kind are constants in the same-dtype
@@ -111,19 +111,23 @@ static void mixed_loop(void *ctx, int64_t n, char *const *data, const int64_t *s
   }
 }
 
-/* float16/bfloat16 out and compute, inputs of that dtype or broadcast
- * float32 scalars: chunks through the float32 vector loop (half_rows.h) --
- * element for element what the mixed loop computes (load to float, op in
- * float, round). */
-static void half_loop(void *ctx, int64_t n, char *const *data, const int64_t *s) {
+/* Float rows computed in float32 (compute float32, float16 or bfloat16):
+ * chunks widened to float32 (half_rows.h), the float32 vector loop, the
+ * result rounded once to out's dtype -- element for element what the mixed
+ * loop computes (load to float, op in float, round).  Contiguous float32
+ * operands are read and written in place. */
+static void chunk_loop(void *ctx, int64_t n, char *const *data, const int64_t *s) {
   const binary_plan *p = ctx;
+  const nk_half_fns *h = nk_half_pick();
   float A[NK_HALF_CHUNK], B[NK_HALF_CHUNK], O[NK_HALF_CHUNK];
+  const int out_in_place = p->out == NRT_FLOAT32 && s[0] == 4;
   for (int64_t i0 = 0; i0 < n; i0 += NK_HALF_CHUNK) {
     const int64_t m = n - i0 < NK_HALF_CHUNK ? n - i0 : NK_HALF_CHUNK;
-    const float *a = nk_half_in(p->a, data[1] + i0 * s[1], s[1], m, A);
-    const float *b = nk_half_in(p->b, data[2] + i0 * s[2], s[2], m, B);
-    p->vec_f32(p->kind, m, O, a, s[1] == 0, b, s[2] == 0, &p->alpha);
-    nk_half_out(p->out, data[0] + i0 * s[0], s[0], m, O);
+    const float *a = h->in(p->a, data[1] + i0 * s[1], s[1], m, A);
+    const float *b = h->in(p->b, data[2] + i0 * s[2], s[2], m, B);
+    float *o = out_in_place ? (float *)(void *)(data[0] + i0 * 4) : O;
+    p->vec_f32(p->kind, m, o, a, s[1] == 0, b, s[2] == 0, &p->alpha);
+    if (!out_in_place) h->out(p->out, data[0] + i0 * s[0], s[0], m, O);
   }
 }
 
@@ -178,6 +182,11 @@ static int plan_binary(const nrt_task *task, nrt_exec_ctx *ctx, binary_plan *p) 
   return 0;
 }
 
+/* float32, float16 or bfloat16 (what float32 chunks hold exactly) */
+static int is_float(nrt_dtype t) {
+  return t == NRT_FLOAT32 || t == NRT_FLOAT16 || t == NRT_BFLOAT16;
+}
+
 static int is_broadcast_scalar(const nrt_operand *o) {
   for (int d = 0; d < o->ndim; d++)
     if (o->strides[d] != 0 && o->sizes[d] != 1) return 0;
@@ -206,10 +215,13 @@ int nk_binary_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
   plan.b = (nrt_dtype)ops[2].dtype;
   plan.same = plan.out == plan.compute && plan.a == plan.compute && plan.b == plan.compute;
   plan.vec = plan.same ? pick_vec(plan.compute) : NULL;
-  /* 16-bit: every input that dtype or a float32 scalar (hoisted above) */
-  plan.vec_f32 = half && plan.out == plan.compute &&
-                 (plan.a == plan.compute || ops[1].data == &scalar_f32[0]) &&
-                 (plan.b == plan.compute || ops[2].data == &scalar_f32[1]) ? pick_vec(NRT_FLOAT32) : NULL;
-  nk_for_each(ops, 3, plan.vec_f32 ? half_loop : plan.same ? same_dtype_loop : mixed_loop, &plan);
+  /* Float chunks: float32 compute with float inputs and outputs of any
+   * width (f32 + bf16 under autocast), or 16-bit compute with its own dtype
+   * out (rounding to the compute dtype is then the store's rounding). */
+  const int floats_in = is_float(plan.a) && is_float(plan.b);
+  plan.vec_f32 = !plan.vec && floats_in && is_float(plan.out) &&
+                         (plan.compute == NRT_FLOAT32 || (half && plan.out == plan.compute))
+                     ? pick_vec(NRT_FLOAT32) : NULL;
+  nk_for_each(ops, 3, plan.vec_f32 ? chunk_loop : plan.same ? same_dtype_loop : mixed_loop, &plan);
   return 0;
 }
