@@ -21,6 +21,7 @@
 #include <tgmath.h>
 
 #include "dtype_convert.h"
+#include "half_rows.h"
 #include "kernel_entries.h"
 #include "nd_iter.h"
 #include "neuron_kernels.h"
@@ -357,7 +358,32 @@ NK_INLINE void same_row(pw_plan *p, nk_pointwise_op op, nrt_dtype t, int64_t n,
     same_row_strided(p, op, t, n, data, &s[0], &s[1], &s[2], &s[3]);
 }
 
-#define PW_SAME_OPS(T)                                                                     \
+/* x ** e for the exponents 2 and 3 on dense float rows, as loops that
+ * vectorise (the per-element form re-tests the exponent at each element):
+ * the same products pw_float computes.  Returns false for anything else. */
+static bool pow_small_rows(const pw_plan *p, nrt_dtype t, int64_t n, char *const *data,
+                           const int64_t *s) {
+  const double e = p->s0.f;
+  const int64_t es = (int64_t)nk_dtype_size(t);
+  if ((e != 2 && e != 3) || s[0] != es || s[1] != es) return false;
+  if (t == NRT_FLOAT32) {
+    float *o = (float *)(void *)data[0];
+    const float *a = (const float *)(const void *)data[1];
+    if (e == 2) for (int64_t i = 0; i < n; i++) o[i] = a[i] * a[i];
+    else for (int64_t i = 0; i < n; i++) o[i] = a[i] * a[i] * a[i];
+    return true;
+  }
+  if (t == NRT_FLOAT64) {
+    double *o = (double *)(void *)data[0];
+    const double *a = (const double *)(const void *)data[1];
+    if (e == 2) for (int64_t i = 0; i < n; i++) o[i] = a[i] * a[i];
+    else for (int64_t i = 0; i < n; i++) o[i] = a[i] * a[i] * a[i];
+    return true;
+  }
+  return false;
+}
+
+#define PW_SAME_OPS(T, OTHER)                                                                   \
   switch (p->op) {                                                                         \
   case NK_PW_MAXIMUM: same_row(p, NK_PW_MAXIMUM, T, n, data, s); break;                    \
   case NK_PW_MINIMUM: same_row(p, NK_PW_MINIMUM, T, n, data, s); break;                    \
@@ -372,19 +398,54 @@ NK_INLINE void same_row(pw_plan *p, nk_pointwise_op op, nrt_dtype t, int64_t n,
   case NK_PW_CLAMP_MAX_SCALAR: same_row(p, NK_PW_CLAMP_MAX_SCALAR, T, n, data, s); break;  \
   case NK_PW_ADDCMUL: same_row(p, NK_PW_ADDCMUL, T, n, data, s); break;                    \
   case NK_PW_LERP_SCALAR: same_row(p, NK_PW_LERP_SCALAR, T, n, data, s); break;            \
-  case NK_PW_POW_SCALAR: same_row(p, NK_PW_POW_SCALAR, T, n, data, s); break;              \
+  case NK_PW_POW_SCALAR:                                                                   \
+    if (!pow_small_rows(p, T, n, data, s)) same_row(p, NK_PW_POW_SCALAR, T, n, data, s);     \
+    break;                                                                                 \
   case NK_PW_CLAMP: same_row(p, NK_PW_CLAMP, T, n, data, s); break;                        \
   case NK_PW_LERP: same_row(p, NK_PW_LERP, T, n, data, s); break;                          \
   case NK_PW_ADDCDIV: same_row(p, NK_PW_ADDCDIV, T, n, data, s); break;                    \
-  default: mixed_loop(p, n, data, s); break;                                               \
+  default: OTHER; break;                                                                   \
   }
+
+/* Rows of float32 values under the plan's op (whatever its compute dtype). */
+static void float_rows(pw_plan *p, int64_t n, char *const *data, const int64_t *s) {
+  PW_SAME_OPS(NRT_FLOAT32, same_row_strided(p, p->op, NRT_FLOAT32, n, data, &s[0], &s[1], &s[2], &s[3]))
+}
+
+/* float16/bfloat16 rows (out and inputs of the compute dtype, not a
+ * predicate): chunks widened to float32, the float32 row, rounded back once
+ * (half_rows.h) -- element for element what the mixed loop computes (load
+ * to float, op in float with the plan's 16-bit compute semantics, round),
+ * without its dtype switches per element. */
+static void half_chunks(pw_plan *p, int64_t n, char *const *data, const int64_t *s) {
+  const nk_half_fns *h = nk_half_pick();
+  float in[3][NK_HALF_CHUNK], out[NK_HALF_CHUNK];
+  const int n_in = p->n_inputs;
+  for (int64_t i0 = 0; i0 < n; i0 += NK_HALF_CHUNK) {
+    const int64_t m = n - i0 < NK_HALF_CHUNK ? n - i0 : NK_HALF_CHUNK;
+    char *cd[4] = {(char *)out, NULL, NULL, NULL};
+    int64_t cs[4] = {4, 0, 0, 0};
+    for (int k = 0; k < n_in; k++) {
+      cd[k + 1] = (char *)h->in(p->compute, data[k + 1] + i0 * s[k + 1], s[k + 1], m, in[k]);
+      cs[k + 1] = s[k + 1] == 0 ? 0 : 4;
+    }
+    float_rows(p, m, cd, cs);
+    h->out(p->compute, data[0] + i0 * s[0], s[0], m, out);
+  }
+}
 
 static void same_loop(void *ctx, int64_t n, char *const *data, const int64_t *s) {
   pw_plan *p = ctx;
   switch (p->compute) {
-  case NRT_FLOAT32: PW_SAME_OPS(NRT_FLOAT32) break;
-  case NRT_FLOAT64: PW_SAME_OPS(NRT_FLOAT64) break;
-  case NRT_INT64: PW_SAME_OPS(NRT_INT64) break;
+  case NRT_FLOAT32: PW_SAME_OPS(NRT_FLOAT32, mixed_loop(p, n, data, s)) break;
+  case NRT_FLOAT64: PW_SAME_OPS(NRT_FLOAT64, mixed_loop(p, n, data, s)) break;
+  case NRT_INT64: PW_SAME_OPS(NRT_INT64, mixed_loop(p, n, data, s)) break;
+  case NRT_FLOAT16: case NRT_BFLOAT16:
+    if (!pw_is_predicate(p->op)) {
+      half_chunks(p, n, data, s);
+      break;
+    }
+    /* fall through */
   default: mixed_loop(p, n, data, s); break;
   }
 }
