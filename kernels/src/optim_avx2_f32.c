@@ -4,6 +4,12 @@
  * instruction directly: gcc will not vectorise sqrtf while errno is on. */
 #include <immintrin.h>
 
+/* Selects between two computed values (lerp's two ends, maximum's NaN
+ * rule) vectorise only if gcc may evaluate both sides' arithmetic, which
+ * -ftrapping-math (the default) forbids; nothing here reads the floating-
+ * point exception flags, and the values computed are the same. */
+#pragma GCC optimize("no-trapping-math")
+
 #define OPT_SQRT_TILE_F
 #define OPT_SQRT_TILE_D
 static void sqrt_tile_f(int n, float *restrict r, const float *restrict a) {

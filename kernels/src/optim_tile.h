@@ -23,11 +23,20 @@ static void OPT_S(fe_tile)(int op, int n, OPT_T *restrict r, const OPT_T *restri
   case NK_FOREACH_SUB: for (j = 0; j < n; j++) r[j] = a[j] - alpha * b[j]; break;
   case NK_FOREACH_MUL: for (j = 0; j < n; j++) r[j] = a[j] * b[j]; break;
   case NK_FOREACH_DIV: for (j = 0; j < n; j++) r[j] = a[j] / b[j]; break;
+  /* Both sides of a select are computed first: gcc will not evaluate a
+   * floating-point operation only one side needs (it could trap), so a
+   * ternary over arithmetic stays a scalar branch per element. */
   case NK_FOREACH_MAXIMUM: /* std::max, NaN from either side */
-    for (j = 0; j < n; j++) r[j] = (a[j] != a[j] || b[j] != b[j]) ? a[j] + b[j] : (a[j] < b[j] ? b[j] : a[j]);
+    for (j = 0; j < n; j++) {
+      const OPT_T nan_sum = a[j] + b[j], hi = a[j] < b[j] ? b[j] : a[j];
+      r[j] = (a[j] != a[j] || b[j] != b[j]) ? nan_sum : hi;
+    }
     break;
   case NK_FOREACH_MINIMUM:
-    for (j = 0; j < n; j++) r[j] = (a[j] != a[j] || b[j] != b[j]) ? a[j] + b[j] : (b[j] < a[j] ? b[j] : a[j]);
+    for (j = 0; j < n; j++) {
+      const OPT_T nan_sum = a[j] + b[j], lo = b[j] < a[j] ? b[j] : a[j];
+      r[j] = (a[j] != a[j] || b[j] != b[j]) ? nan_sum : lo;
+    }
     break;
   case NK_FOREACH_POW: for (j = 0; j < n; j++) r[j] = OPT_POW(a[j], b[j]); break;
   case NK_FOREACH_RPOW: for (j = 0; j < n; j++) r[j] = OPT_POW(b[j], a[j]); break;
@@ -37,10 +46,11 @@ static void OPT_S(fe_tile)(int op, int n, OPT_T *restrict r, const OPT_T *restri
   case NK_OPT_POW_RECIP_SQ: for (j = 0; j < n; j++) r[j] = 1 / (a[j] * a[j]); break;
   case NK_FOREACH_ADDCMUL: for (j = 0; j < n; j++) r[j] = a[j] + alpha * b[j] * c[j]; break;
   case NK_FOREACH_ADDCDIV: for (j = 0; j < n; j++) r[j] = a[j] + alpha * b[j] / c[j]; break;
-  case NK_FOREACH_LERP: /* ATen's lerp: from the nearer end */
-    for (j = 0; j < n; j++)
-      r[j] = OPT_FABS(c[j]) < (OPT_T)0.5 ? a[j] + c[j] * (b[j] - a[j])
-                                          : b[j] - (b[j] - a[j]) * ((OPT_T)1 - c[j]);
+  case NK_FOREACH_LERP: /* ATen's lerp: from the nearer end (both computed, see above) */
+    for (j = 0; j < n; j++) {
+      const OPT_T d = b[j] - a[j], from_a = a[j] + c[j] * d, from_b = b[j] - d * ((OPT_T)1 - c[j]);
+      r[j] = OPT_FABS(c[j]) < (OPT_T)0.5 ? from_a : from_b;
+    }
     break;
   case NK_FOREACH_COPY: for (j = 0; j < n; j++) r[j] = a[j]; break;
   case NK_FOREACH_ZERO: for (j = 0; j < n; j++) r[j] = 0; break;
@@ -141,8 +151,10 @@ static void OPT_S(adam_tile)(int n, OPT_T *restrict p, OPT_T *restrict g, OPT_T 
   for (j = 0; j < n; j++) s2[j] = OPT_FMA(k->c2 * tmp[j], tmp[j], s2[j] * k->beta2);
   const OPT_T *v = s2;
   if (amsgrad) {
-    for (j = 0; j < n; j++) /* Vectorized maximum: NaN propagating */
-      s3[j] = (s3[j] != s3[j] || s2[j] != s2[j]) ? s3[j] + s2[j] : (s3[j] < s2[j] ? s2[j] : s3[j]);
+    for (j = 0; j < n; j++) { /* Vectorized maximum: NaN propagating (both sides computed) */
+      const OPT_T nan_sum = s3[j] + s2[j], hi = s3[j] < s2[j] ? s2[j] : s3[j];
+      s3[j] = (s3[j] != s3[j] || s2[j] != s2[j]) ? nan_sum : hi;
+    }
     v = s3;
   }
   OPT_S(sqrt_tile)(n, tmp, v);
