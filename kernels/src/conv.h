@@ -51,4 +51,14 @@ static inline nrt_operand mat3(char *data, nrt_dtype t, int64_t b, int64_t r, in
 int nk_conv_implicit(nrt_exec_ctx *ctx, int mode, const conv_geom *g, nrt_dtype ct, const cview *x,
                      const cview *w, const cview *y, const cview *b);
 
+/* The weight gradient's dot products for few output channels
+ * (conv_dw_avx512_f32.c): tiles [t0, t1) of the (ceil(og / 4), ceil(ck / 6))
+ * grid add acc[o][r] += sum_p dys[o * ldd + p] * x_r[p] over p < q, x_r at
+ * xp + off[r] (bytes); zeros holds >= q zero floats. */
+void nk_conv_dw_dots_avx512_f32(const float *dys, int64_t ldd, const char *xp, const int64_t *off,
+                                const float *zeros, int64_t q, int64_t og, int64_t ck, float *acc,
+                                int64_t t0, int64_t t1);
+#define NK_CONV_DW_TILE_O 4
+#define NK_CONV_DW_TILE_R 6
+
 #endif /* NK_CONV_H */

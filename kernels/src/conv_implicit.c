@@ -271,6 +271,23 @@ done:
   return rc;
 }
 
+typedef struct dots_job {
+  const char *dys;
+  int64_t q;
+  const char *xp;
+  const int64_t *off;
+  const float *zeros;
+  int64_t og, ck;
+  float *acc;
+} dots_job;
+
+static void dots_task(void *arg, int64_t begin, int64_t end, int worker) {
+  (void)worker;
+  const dots_job *d = arg;
+  nk_conv_dw_dots_avx512_f32((const float *)(const void *)d->dys, d->q, d->xp, d->off, d->zeros,
+                             d->q, d->og, d->ck, d->acc, begin, end);
+}
+
 /* acc (cout, ck, contiguous) += dy (cout channels) x col(x)^T over every
  * sample; 0 (acc unspecified) when x holds inf or NaN. */
 static int implicit_weight_grad(nrt_exec_ctx *ctx, const igeom *ig, nrt_dtype ct, int64_t n,
@@ -280,7 +297,11 @@ static int implicit_weight_grad(nrt_exec_ctx *ctx, const igeom *ig, nrt_dtype ct
   char *xp = malloc((size_t)(ig->cin * channel_region(ig, ig->nb) * ces + ces));
   char *ys = malloc((size_t)(ig->cout * chunk_columns(ig, ig->nb) * ces + ces));
   int64_t *off = malloc((size_t)(ig->ck + 1) * sizeof *off);
-  if (!xp || !ys || !off) {
+  /* Few output channels on AVX-512: dot products, no packing (see
+   * conv_dw_avx512_f32.c); zeros is their padding row. */
+  const int dots = ct == NRT_FLOAT32 && ig->cout <= 32 && nk_cpu_isa() == NK_ISA_AVX512;
+  float *zeros = dots ? calloc((size_t)(chunk_columns(ig, ig->nb) + 16), sizeof(float)) : NULL;
+  if (!xp || !ys || !off || (dots && !zeros)) {
     nrt_exec_fail(ctx, "conv: out of host memory for an implicit-GEMM chunk");
     goto done;
   }
@@ -294,6 +315,13 @@ static int implicit_weight_grad(nrt_exec_ctx *ctx, const igeom *ig, nrt_dtype ct
     }
     rows_chunk(&j, gather_task);
     tap_offsets(ig, nb, ces, off);
+    if (zeros) {
+      dots_job dj = {ys, q, xp, off, zeros, ig->cout, ig->ck, (float *)(void *)acc};
+      const int64_t tiles = (ig->cout + NK_CONV_DW_TILE_O - 1) / NK_CONV_DW_TILE_O *
+                            ((ig->ck + NK_CONV_DW_TILE_R - 1) / NK_CONV_DW_TILE_R);
+      nk_parallel_for(tiles, 1, dots_task, &dj);
+      continue;
+    }
     const nrt_operand ops[3] = {mat3(acc, ct, 1, ig->cout, ig->ck, 0, ig->ck * ces, ces),
                                 mat3(ys, ct, 1, ig->cout, q, 0, q * ces, ces),
                                 mat3(xp, ct, 1, q, ig->ck, 0, ces, 0)};
@@ -305,6 +333,7 @@ done:
   free(xp);
   free(ys);
   free(off);
+  free(zeros);
   return rc;
 }
 
