@@ -67,7 +67,7 @@ import torch.nn.functional as F
 
 pytestmark = pytest.mark.skipif(not dist.is_available(), reason="torch without distributed")
 
-D, HEADS, VOCAB, SEQ = 32, 4, 64, 8
+D, HEADS, VOCAB, SEQ = 32, 4, 67, 8  # VOCAB: uneven shards on 2 and 4 ranks
 
 
 def _free_port():
@@ -234,18 +234,48 @@ def _global_loss(loss):
 # ------------------------------------------------------------------- FSDP2
 
 
-def _fsdp_model(state, mp_policy=None, mesh=None):
+def _fsdp_model(state, mp_policy=None, mesh=None, reshard_after_forward=True):
     from torch.distributed.fsdp import fully_shard
 
     model = Transformer().to("neuron")
     model.load_state_dict(state)
-    kw = {} if mp_policy is None else {"mp_policy": mp_policy}
+    kw = {"reshard_after_forward": reshard_after_forward}
+    if mp_policy is not None:
+        kw["mp_policy"] = mp_policy
     if mesh is not None:
         kw["mesh"] = mesh
     for layer in model.layers:
         fully_shard(layer, **kw)
     fully_shard(model, **kw)
     return model
+
+
+def _train_fsdp_prefetch_accum(model, opt, xs, ys, steps, rank, world):
+    """Explicit forward/backward prefetching, an async unshard of the first
+    layer, and 2 micro-batches per step with the gradient reduction skipped
+    on the first (set_requires_gradient_sync(False)): the same gradients as
+    one pass over the rank's batch."""
+    layers = list(model.layers)
+    for i, layer in enumerate(layers):
+        if i + 1 < len(layers):
+            layer.set_modules_to_forward_prefetch([layers[i + 1]])
+        if i > 0:
+            layer.set_modules_to_backward_prefetch([layers[i - 1]])
+    losses = []
+    for i in range(steps):
+        x, y = xs[i].chunk(world)[rank].to("neuron"), ys[i].chunk(world)[rank].to("neuron")
+        total = 0.0
+        for mb, (xm, ym) in enumerate(zip(x.chunk(2), y.chunk(2))):
+            model.set_requires_gradient_sync(mb == 1)
+            handle = layers[0].unshard(async_op=True)
+            handle.wait()
+            loss = _loss(model, xm, ym) / 2
+            loss.backward()
+            total = total + loss.detach()
+        opt.step()
+        opt.zero_grad()
+        losses.append(_global_loss(total))
+    return losses
 
 
 def _train_fsdp(model, opt, xs, ys, steps, rank, world):
@@ -272,13 +302,21 @@ def _check_fsdp_and_dcp(rank, world, ckpt_dir):
     model = _fsdp_model(state)
     for p in model.parameters():
         assert isinstance(p, DTensor) and p.device.type == "neuron"
-        assert p.to_local().shape[0] == -(-p.shape[0] // world)
+        chunks = torch.arange(p.shape[0]).chunk(world)  # FSDP2 shards dim 0 like chunk()
+        assert p.to_local().shape[0] == (len(chunks[rank]) if rank < len(chunks) else 0)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
     got = _train_fsdp(model, opt, xs, ys, steps, rank, world)
     _assert_losses(got, ref, 1e-5, "FSDP2 float32")
     for (name, p), q in zip(model.named_parameters(), ref_model.parameters()):
         torch.testing.assert_close(p.full_tensor().cpu(), q.detach().cpu(), rtol=1e-4, atol=1e-4,
                                    msg=lambda m: f"{name}: {m}")
+
+    # no resharding after forward, explicit prefetch, async unshard,
+    # gradient accumulation
+    pf_model = _fsdp_model(state, reshard_after_forward=False)
+    pf_opt = torch.optim.AdamW(pf_model.parameters(), lr=1e-2)
+    got_pf = _train_fsdp_prefetch_accum(pf_model, pf_opt, xs, ys, steps, rank, world)
+    _assert_losses(got_pf, ref, 1e-5, "FSDP2 prefetch + accumulation")
 
     # mixed precision
     policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
