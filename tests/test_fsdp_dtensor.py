@@ -38,7 +38,11 @@ What is checked, and against what (the *why* of each reference):
   Shard(0) and Shard(1): full_tensor() must equal the full tensor exactly
   (the values are small integers, so every sum is exact); matmul, add and sum
   on DTensors match the same ops on the full tensors (float32 tolerance:
-  matmul and sum of sharded pieces reorder the sums).
+  matmul and sum of sharded pieces reorder the sums).  Random DTensors
+  (OffsetBasedRNGTracker on the neuron generator): Replicate is the same on
+  every rank, Shard(0) randn / nn.init.normal_ equal the unsharded draw of
+  the same seed exactly, Shard(1) shards draw disjoint values (this needed
+  the generator to expose its offset in Philox blocks: generator.cpp).
 - Tensor parallelism: a pre-norm transformer block (LayerNorm, causal
   attention via scaled_dot_product_attention, GELU MLP) parallelised as
   torchtitan does (SequenceParallel norms, ColwiseParallel wq/wk/wv/w1,
@@ -420,6 +424,44 @@ def _check_dtensor(rank, world):
     total = da.sum()
     torch.testing.assert_close(total.full_tensor().cpu(), a.sum())
     torch.testing.assert_close(da1.sum(dim=1).full_tensor().cpu(), a[:, :6].sum(dim=1))
+    _check_dtensor_random(rank, world, mesh)
+
+
+def _check_dtensor_random(rank, world, mesh):
+    """DTensor's RNG tracker (OffsetBasedRNGTracker) moves the neuron
+    generator's offset per shard: Replicate draws the same values on every
+    rank, Shard(0) draws exactly the unsharded tensor (the shard of rank r
+    starts r * local_numel elements into the stream), Shard(1) draws a
+    permutation of the same values (disjoint streams: no two shards share
+    values), and the stream after the op is the same on all ranks."""
+    import torch.distributed.tensor as dt
+    from torch.distributed.tensor import Replicate, Shard
+
+    shape = (4 * world, 2 * world)
+    full = {}
+    for placement in (Replicate(), Shard(0), Shard(1)):
+        torch.manual_seed(11)
+        d = dt.randn(*shape, device_mesh=mesh, placements=[placement])
+        full[str(placement)] = d.full_tensor().cpu()
+        after = torch.rand(3, device="neuron")
+        gathered = [torch.empty_like(after) for _ in range(world)]
+        dist.all_gather(gathered, after)
+        assert all(torch.equal(g.cpu(), after.cpu()) for g in gathered), f"{placement}: streams diverged"
+    rep = full[str(Replicate())]
+    local = dt.randn(*shape, device_mesh=mesh, placements=[Replicate()]).to_local()
+    gathered = [torch.empty_like(local) for _ in range(world)]
+    dist.all_gather(gathered, local)
+    assert all(torch.equal(g.cpu(), local.cpu()) for g in gathered), "Replicate randn differs across ranks"
+    assert torch.equal(full[str(Shard(0))], rep), "Shard(0) randn is not the unsharded randn"
+    assert torch.equal(full[str(Shard(1))].flatten().sort().values, rep.flatten().sort().values), \
+        "Shard(1) randn: shards overlap"
+    # nn.init on a sharded parameter (what torchtitan's init_weights does)
+    w = dt.distribute_tensor(torch.empty(*shape, device="neuron"), mesh, [Shard(0)])
+    torch.manual_seed(12)
+    torch.nn.init.normal_(w)
+    torch.manual_seed(12)
+    ref = torch.randn(*shape, device="neuron")
+    assert torch.equal(w.full_tensor().cpu(), ref.cpu()), "sharded normal_ is not the unsharded one"
 
 
 # --------------------------------------------------------- tensor parallel
