@@ -4,7 +4,10 @@ under torchrun (issue 6).  Not a test: torchtitan is not a dependency.
 Outcome with torchtitan 0.3.0 (PyPI) and torch 2.13.0 (see the report of the
 fsdp branch): it imports, and with the three shims below it trains on 4
 ranks (FSDP 2 x TP 2, bf16 params / f32 reduce, selective activation
-checkpointing): the loss falls 8.10 -> 6.51 in 5 steps on a repeated batch.
+checkpointing, sequence length 64): the loss falls 8.02 -> 6.46 in 5 steps
+on a repeated batch (FSDP only on 2 ranks: 8.14 -> 6.59; the two do not
+start from the same weights: DTensor's sharded init draws other values
+under TP).
 What stands in the way of running it unchanged:
 
 - The wheel does not ship the repo's tests/assets (the debug tokenizer and
