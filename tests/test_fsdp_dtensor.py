@@ -54,6 +54,10 @@ What is checked, and against what (the *why* of each reference):
   blocks as above, output column-wise), 4 steps against single-process
   training on the global batch: losses within 1e-5 relative per step.
 
+- torchrun: FSDP2 with mixed precision launched as users do
+  (backend="neuron", device_id=neuron:LOCAL_RANK, init_device_mesh), in
+  fallback mode "error"; its loss must fall.
+
 No op may fall back to the CPU on any of these paths: every worker runs
 with the fallback in "silent" mode and asserts fallback_stats() is empty at
 the end (so a fallback fails the test and names the op).
@@ -593,3 +597,50 @@ def test_fsdp2_dcp_dtensor_tp_2_ranks(tmp_path):
 
 def test_dtensor_tp_and_fsdp_tp_2x2_mesh_4_ranks():
     mp.spawn(_worker_4, args=(4, _free_port()), nprocs=4)
+
+
+_TORCHRUN_SCRIPT = """
+import os, sys, torch, torch.distributed as dist, torchneuron
+from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.fsdp import fully_shard, MixedPrecisionPolicy
+local_rank = int(os.environ["LOCAL_RANK"])
+torchneuron._C.set_fallback_mode("error")
+dist.init_process_group(backend="neuron", device_id=torch.device("neuron", local_rank))
+mesh = init_device_mesh("neuron", (dist.get_world_size(),))
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 16))
+model = model.to("neuron")
+policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+for m in (model[0], model[2], model):
+    fully_shard(m, mesh=mesh, mp_policy=policy)
+opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+x = torch.randn(8, 16, device="neuron")
+losses = []
+for _ in range(4):
+    loss = model(x).float().square().mean()
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+    losses.append(float(loss.detach()))
+assert losses[-1] < losses[0], losses
+assert model[0].weight.device == torch.device("neuron", local_rank)
+dist.destroy_process_group()
+open(os.path.join(sys.argv[1], f"ok{local_rank}"), "w").close()
+"""
+
+
+def test_fsdp2_under_torchrun(tmp_path):
+    """As users launch it: torchrun, backend="neuron" with device_id (each
+    rank on its own device), init_device_mesh, FSDP2 with mixed precision,
+    fallback mode "error"."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "train.py"
+    script.write_text(_TORCHRUN_SCRIPT)
+    proc = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
+         f"--master_port={_free_port()}", str(script), str(tmp_path)],
+        capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (tmp_path / "ok0").exists() and (tmp_path / "ok1").exists()
