@@ -12,6 +12,14 @@ What is checked, and against what (the *why* of each reference):
   of one AdamW step (lr 1e-2): the first-step gradients agree to ~3e-7 of
   their maximum, but Adam divides by sqrt(v), so an element whose gradient
   is near zero turns that into ~2e-5 on the parameter after 5 steps.
+  AdamW is blind to the scale of the gradients (a sum where a mean is due
+  would train identically), so the reduced first-step gradients
+  (full_tensor()) are also compared with the reference's (rtol 1e-4, atol
+  1e-7; seen: ~3e-7 of the largest), in every FSDP2 run below too.
+- FSDP2 with reshard_after_forward=False, explicit forward/backward
+  prefetching, an async unshard() and gradient accumulation over 2
+  micro-batches (set_requires_gradient_sync(False) on the first): same
+  reference and tolerances as float32.
 - FSDP2 with MixedPrecisionPolicy(param_dtype=bfloat16, reduce_dtype=float32):
   the honest reference is NOT single-process bf16 autocast (autocast keeps
   LayerNorm and the loss in float32 and casts per op, FSDP casts the
@@ -193,6 +201,8 @@ def _reference_losses(state, xs, ys, steps):
     for i in range(steps):
         loss = _loss(model, xs[i].to("neuron"), ys[i].to("neuron"))
         loss.backward()
+        if i == 0:
+            model.first_grads = [p.grad.detach().cpu().clone() for p in model.parameters()]
         opt.step()
         opt.zero_grad()
         losses.append(float(loss.detach()))
@@ -222,6 +232,8 @@ def _mp_reference_losses(state, xs, ys, steps, world):
             step_losses.append(loss.detach())
         for p, g in zip(master.parameters(), grads):
             p.grad = g / world
+        if i == 0:
+            master.first_grads = [p.grad.detach().cpu().clone() for p in master.parameters()]
         opt.step()
         opt.zero_grad()
         losses.append(float(torch.stack(step_losses).mean()))
@@ -231,6 +243,17 @@ def _mp_reference_losses(state, xs, ys, steps, world):
 def _assert_losses(got, ref, rtol, what):
     for step, (a, b) in enumerate(zip(got, ref)):
         assert abs(a - b) <= rtol * abs(b), f"{what} step {step}: {a} vs reference {b} ({got} vs {ref})"
+
+
+def _check_grads(model, ref_grads, what):
+    """The reduced gradients of the first step against the reference's:
+    AdamW is invariant to the scale of the gradients, so the losses alone
+    would not notice e.g. a sum where a mean is due."""
+    if ref_grads is None:
+        return
+    for (name, p), g in zip(model.named_parameters(), ref_grads):
+        torch.testing.assert_close(p.grad.full_tensor().cpu(), g, rtol=1e-4, atol=1e-7,
+                                   msg=lambda m: f"{what}: gradient of {name}: {m}")
 
 
 def _global_loss(loss):
@@ -258,7 +281,7 @@ def _fsdp_model(state, mp_policy=None, mesh=None, reshard_after_forward=True):
     return model
 
 
-def _train_fsdp_prefetch_accum(model, opt, xs, ys, steps, rank, world):
+def _train_fsdp_prefetch_accum(model, opt, xs, ys, steps, rank, world, ref_grads=None):
     """Explicit forward/backward prefetching, an async unshard of the first
     layer, and 2 micro-batches per step with the gradient reduction skipped
     on the first (set_requires_gradient_sync(False)): the same gradients as
@@ -280,17 +303,21 @@ def _train_fsdp_prefetch_accum(model, opt, xs, ys, steps, rank, world):
             loss = _loss(model, xm, ym) / 2
             loss.backward()
             total = total + loss.detach()
+        if i == 0:
+            _check_grads(model, ref_grads, "FSDP2 prefetch + accumulation")
         opt.step()
         opt.zero_grad()
         losses.append(_global_loss(total))
     return losses
 
 
-def _train_fsdp(model, opt, xs, ys, steps, rank, world):
+def _train_fsdp(model, opt, xs, ys, steps, rank, world, ref_grads=None, what=""):
     losses = []
     for i in range(steps):
         loss = _loss(model, xs[i].chunk(world)[rank].to("neuron"), ys[i].chunk(world)[rank].to("neuron"))
         loss.backward()
+        if i == 0:
+            _check_grads(model, ref_grads, what)
         opt.step()
         opt.zero_grad()
         losses.append(_global_loss(loss))
@@ -313,7 +340,7 @@ def _check_fsdp_and_dcp(rank, world, ckpt_dir):
         chunks = torch.arange(p.shape[0]).chunk(world)  # FSDP2 shards dim 0 like chunk()
         assert p.to_local().shape[0] == (len(chunks[rank]) if rank < len(chunks) else 0)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
-    got = _train_fsdp(model, opt, xs, ys, steps, rank, world)
+    got = _train_fsdp(model, opt, xs, ys, steps, rank, world, ref_model.first_grads, "FSDP2 float32")
     _assert_losses(got, ref, 1e-5, "FSDP2 float32")
     for (name, p), q in zip(model.named_parameters(), ref_model.parameters()):
         torch.testing.assert_close(p.full_tensor().cpu(), q.detach().cpu(), rtol=1e-4, atol=1e-4,
@@ -323,7 +350,8 @@ def _check_fsdp_and_dcp(rank, world, ckpt_dir):
     # gradient accumulation
     pf_model = _fsdp_model(state, reshard_after_forward=False)
     pf_opt = torch.optim.AdamW(pf_model.parameters(), lr=1e-2)
-    got_pf = _train_fsdp_prefetch_accum(pf_model, pf_opt, xs, ys, steps, rank, world)
+    got_pf = _train_fsdp_prefetch_accum(pf_model, pf_opt, xs, ys, steps, rank, world,
+                                        ref_model.first_grads)
     _assert_losses(got_pf, ref, 1e-5, "FSDP2 prefetch + accumulation")
 
     # mixed precision
@@ -331,7 +359,8 @@ def _check_fsdp_and_dcp(rank, world, ckpt_dir):
     ref_mp, ref_mp_model = _mp_reference_losses(state, xs, ys, steps, world)
     mp_model = _fsdp_model(state, policy)
     mp_opt = torch.optim.AdamW(mp_model.parameters(), lr=1e-2)
-    got_mp = _train_fsdp(mp_model, mp_opt, xs, ys, steps, rank, world)
+    got_mp = _train_fsdp(mp_model, mp_opt, xs, ys, steps, rank, world, ref_mp_model.first_grads,
+                         "FSDP2 bf16/f32")
     _assert_losses(got_mp, ref_mp, 1e-5, "FSDP2 bf16/f32")
     _assert_losses(got_mp, ref, 5e-2, "FSDP2 bf16/f32 vs float32")
     assert got_mp != got, "the bf16 policy changed nothing"
@@ -546,7 +575,7 @@ def _check_2d(rank, world):
     steps = 4
     state = _base_model().state_dict()
     xs, ys = _data(4, steps, same_batch=True)
-    ref, _ = _reference_losses(state, xs, ys, steps)
+    ref, ref_model = _reference_losses(state, xs, ys, steps)
 
     model = Transformer().to("neuron")
     model.load_state_dict(state)
@@ -564,6 +593,8 @@ def _check_2d(rank, world):
         x, y = xs[i].chunk(2)[d].to("neuron"), ys[i].chunk(2)[d].to("neuron")
         loss = _loss(model, x, y)
         loss.backward()
+        if i == 0:
+            _check_grads(model, ref_model.first_grads, "FSDP+TP 2x2")
         opt.step()
         opt.zero_grad()
         losses.append(_global_loss(loss))  # tp ranks hold the same loss
