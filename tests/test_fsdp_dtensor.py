@@ -58,6 +58,10 @@ What is checked, and against what (the *why* of each reference):
   sequence shard: its output shard and the gradients of the input and of
   every parameter (full_tensor()) match the unsharded block on the full
   sequence (rtol 1e-5, atol 1e-5: the row-parallel partial sums reorder).
+- The whole model tensor-parallel (vocabulary-parallel embedding, 67 rows
+  over 2 ranks, and a column-parallel head whose logits stay sharded on the
+  vocabulary) with loss_parallel() cross-entropy, 2 ranks: loss (rtol 1e-5)
+  and every gradient (rtol 1e-4, atol 1e-7) match the unsharded model.
 - 2-D mesh 2x2 (4 ranks): FSDP on "dp", TP on "tp" (embedding row-wise,
   blocks as above, output column-wise), 4 steps against single-process
   training on the global batch: losses within 1e-5 relative per step.
@@ -519,15 +523,49 @@ def _block_plan():
     }
 
 
-def _model_plan():
+def _model_plan(loss_parallel=False):
     from torch.distributed.tensor import Replicate, Shard
     from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, SequenceParallel
 
+    output = (ColwiseParallel(input_layouts=Shard(1), output_layouts=Shard(-1), use_local_output=False)
+              if loss_parallel else ColwiseParallel(input_layouts=Shard(1), output_layouts=Replicate()))
     return {
         "tok_embeddings": RowwiseParallel(input_layouts=Replicate(), output_layouts=Shard(1)),
         "norm": SequenceParallel(),
-        "output": ColwiseParallel(input_layouts=Shard(1), output_layouts=Replicate()),
+        "output": output,
     }
+
+
+def _check_tp_model_loss_parallel(rank, world):
+    """The whole model tensor-parallel (vocab-parallel embedding, blocks,
+    column-parallel head left sharded on the vocabulary) with loss_parallel()
+    cross-entropy: loss and every gradient match the unsharded model."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import DTensor
+    from torch.distributed.tensor.parallel import loss_parallel, parallelize_module
+
+    mesh = init_device_mesh("neuron", (world,))
+    state = _base_model().state_dict()
+    xs, ys = _data(2, 1)
+    x, y = xs[0].to("neuron"), ys[0].to("neuron")
+    ref = Transformer().to("neuron")
+    ref.load_state_dict(state)
+    ref_loss = _loss(ref, x, y)
+    ref_loss.backward()
+    tp = Transformer().to("neuron")
+    tp.load_state_dict(state)
+    parallelize_module(tp, mesh, _model_plan(loss_parallel=True))
+    for layer in tp.layers:
+        parallelize_module(layer, mesh, _block_plan())
+    logits = tp(x)
+    assert isinstance(logits, DTensor) and logits.to_local().shape[-1] < VOCAB
+    with loss_parallel():
+        loss = F.cross_entropy(logits.reshape(-1, VOCAB), y.reshape(-1))
+        loss.backward()
+    torch.testing.assert_close(loss.full_tensor().cpu(), ref_loss.detach().cpu(), rtol=1e-5, atol=0)
+    for (name, p), q in zip(tp.named_parameters(), ref.parameters()):
+        torch.testing.assert_close(p.grad.full_tensor().cpu(), q.grad.cpu(), rtol=1e-4, atol=1e-7,
+                                   msg=lambda m: f"loss_parallel grad of {name}: {m}")
 
 
 def _check_tp_block(rank, world):
@@ -610,6 +648,7 @@ def _worker_2(rank, world, port, ckpt_dir):
     _check_fsdp_and_dcp(rank, world, ckpt_dir)
     _check_dtensor(rank, world)
     _check_tp_block(rank, world)
+    _check_tp_model_loss_parallel(rank, world)
     _finish()
 
 
