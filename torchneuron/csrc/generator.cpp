@@ -6,6 +6,17 @@
 //    size and layout as CUDA's generator state, and a state of any other
 //    size is rejected with a message saying what was expected.
 //  - Setting a seed restarts the stream (offset 0), as CUDA does.
+//  - The offset the outside sees (get_state/set_state, get_offset/set_offset)
+//    counts Philox blocks (4 outputs, one counter), not 32-bit outputs as
+//    offset_ does inside; offset_ is always a multiple of 4, so the two
+//    convert exactly.  Why: DTensor's RNG tracker
+//    (torch/distributed/tensor/_random.py) gives the shard of rank r the
+//    stream at `offset + r * local_numel` and moves the offset by `numel`
+//    after the op, i.e. it assumes one offset unit per element.  Our
+//    elementwise random kernels draw element i from block `offset_ / 4 + i`,
+//    so in blocks that assumption holds exactly (a Shard(0) randn equals the
+//    unsharded randn of the same seed), while in outputs shards overlapped
+//    (rank 1's stream was rank 0's, shifted by local_numel / 4 elements).
 //  - Each device has one default generator, created on first use and seeded
 //    with PyTorch's default seed, so torch.neuron.initial_seed() matches
 //    torch.cuda.initial_seed() on a fresh process.
@@ -44,17 +55,17 @@ uint64_t NeuronGeneratorImpl::seed() {
 }
 
 void NeuronGeneratorImpl::set_offset(uint64_t offset) {
-  offset_ = offset;
+  offset_ = offset * 4;  // blocks to outputs (wraps like any counter)
 }
 
 uint64_t NeuronGeneratorImpl::get_offset() const {
-  return offset_;
+  return offset_ / 4;  // exact: offset_ is a multiple of 4
 }
 
 c10::intrusive_ptr<c10::TensorImpl> NeuronGeneratorImpl::get_state() const {
   at::Tensor state = at::detail::empty_cpu({static_cast<int64_t>(kStateBytes)}, at::kByte,
                                            std::nullopt, std::nullopt, std::nullopt, std::nullopt);
-  uint64_t words[2] = {seed_, offset_};
+  uint64_t words[2] = {seed_, get_offset()};
   std::memcpy(state.data_ptr(), words, kStateBytes);
   return state.getIntrusivePtr();
 }
@@ -68,7 +79,7 @@ void NeuronGeneratorImpl::set_state(const c10::TensorImpl& new_state) {
   uint64_t words[2];
   std::memcpy(words, new_state.data(), kStateBytes);
   seed_ = words[0];
-  offset_ = words[1];
+  set_offset(words[1]);
 }
 
 PhiloxState NeuronGeneratorImpl::reserve(uint64_t count) {

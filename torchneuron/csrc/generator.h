@@ -29,6 +29,7 @@ class NeuronGeneratorImpl final : public c10::GeneratorImpl {
   uint64_t seed() override;
   void set_offset(uint64_t offset) override;
   uint64_t get_offset() const override;
+  // The offset seen outside is in Philox blocks (4 outputs): see generator.cpp.
   // CPU uint8 tensor of kStateBytes: seed then offset, native-endian uint64.
   c10::intrusive_ptr<c10::TensorImpl> get_state() const override;
   void set_state(const c10::TensorImpl& new_state) override;
