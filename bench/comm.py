@@ -7,10 +7,11 @@ reduce_scatter's input), 2 and 4 ranks (mp.spawn), each in one
 "cpu:gloo,neuron:neuron" process group so both backends run in the same
 processes, on the same machine, in the same run.
 
-For each cell: the median time of one call (after a warm-up; a barrier
-before each timed call; the neuron side synchronised before the timer stops,
-so it is the full latency of a blocking collective) on neuron tensors and on
-CPU tensors (gloo); the ratio gloo_time / neuron_time (> 1: neuron faster);
+For each cell, as NCCL-tests time them: after a warm-up, a barrier, then
+`iters` calls back to back (20 up to 64 KiB, 5 up to 4 MiB, 1 above), the
+neuron side synchronised before the timer stops; time / iters is one sample,
+the median of --repeats samples is shown, on neuron tensors and on CPU
+tensors (gloo); the ratio gloo_time / neuron_time (> 1: neuron faster);
 each backend's bus bandwidth, NCCL-tests convention (all_reduce moves
 2(n-1)/n of the message per rank, all_gather / reduce_scatter (n-1)/n); and
 the neuron bus bandwidth as a fraction of the machine's copy bandwidth
@@ -39,7 +40,7 @@ COLLECTIVES = (
 )
 
 
-def timed(fn, device, repeats):
+def timed(fn, device, repeats, iters):
     fn()
     if device.type != "cpu":
         torch.neuron.synchronize()
@@ -47,10 +48,11 @@ def timed(fn, device, repeats):
     for _ in range(repeats):
         dist.barrier()
         start = time.perf_counter()
-        fn()
+        for _ in range(iters):
+            fn()
         if device.type != "cpu":
             torch.neuron.synchronize()
-        samples.append(time.perf_counter() - start)
+        samples.append((time.perf_counter() - start) / iters)
     return statistics.median(samples)
 
 
@@ -78,11 +80,12 @@ def worker(rank, world, port, sizes, repeats, queue):
     for nbytes in sizes:
         n = max(world, nbytes // 4) // world * world
         reps = repeats if nbytes <= (4 << 20) else max(2, repeats // 2)
+        iters = 20 if nbytes <= (64 << 10) else 5 if nbytes <= (4 << 20) else 1
         for name, factor in COLLECTIVES:
             times = {}
             for dev in ("neuron", "cpu"):
                 fn = make(name, n, world, torch.device(dev))
-                times[dev] = timed(fn, torch.device(dev), reps)
+                times[dev] = timed(fn, torch.device(dev), reps, iters)
                 del fn
             rows.append((name, n * 4, times["neuron"], times["cpu"], factor(world)))
     if rank == 0:
@@ -125,7 +128,7 @@ def main():
     repeats = 3 if a.quick else a.repeats
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     bw = copy_bandwidth()
-    print(f"float32 sum; median of {repeats} calls ({max(2, repeats // 2)} above 4 MiB); "
+    print(f"float32 sum; median of {repeats} samples ({max(2, repeats // 2)} above 4 MiB); "
           f"copy bandwidth (1 thread, 64 MiB): {bw:.2f} GB/s; {os.cpu_count()} cores")
     ctx = mp.get_context("spawn")
     for world in (int(r) for r in a.ranks.split(",")):
