@@ -295,6 +295,19 @@ def _check_complex(rank, world):
     _same(xn, ref, "complex all_reduce")
 
 
+def _check_bool(rank, world):
+    # gloo has no bool: a reference from the ranks' seeded inputs (sum, avg,
+    # max = or; product, min = and, as NCCL); the gloo transport stages bool
+    # as uint8
+    masks = [_input(q, (11,), torch.int64, 32) > 0 for q in range(world)]
+    any_, all_ = torch.stack(masks).any(0), torch.stack(masks).all(0)
+    for op, want in ((dist.ReduceOp.SUM, any_), (dist.ReduceOp.MAX, any_),
+                     (dist.ReduceOp.PRODUCT, all_), (dist.ReduceOp.MIN, all_)):
+        x = masks[rank].to("neuron")
+        dist.all_reduce(x, op=op)
+        _same(x, want, f"bool all_reduce {op}")
+
+
 def _expected_sum(world, shape, dtype, salt):
     return sum(_input(q, shape, dtype, salt).to(torch.float64) for q in range(world)).to(dtype)
 
@@ -435,6 +448,7 @@ def _worker_2(rank, world, port, transport):
     _check_all_reduce(rank, world, dtypes, OPS, [(7,), (3, 5)])
     _check_others(rank, world, dtypes)
     _check_complex(rank, world)
+    _check_bool(rank, world)
     _check_async(rank, world)
     if transport == "shm":
         _check_stream_order(rank, world)
