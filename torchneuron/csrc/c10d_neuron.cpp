@@ -890,6 +890,11 @@ class NeuronBackend final : public c10d::Backend {
     const c10::DeviceIndex device = device_of(call);
     nrt_stream* user = current_stream(device);
     nrt_stream* comm = comm_stream(device);
+    c10::Stream comm_c10 = to_c10_stream(comm);
+    // The allocator keeps these blocks until the stream has run every task
+    // queued before their free (so recording before the launch is enough).
+    for (auto& t : call.used) record(t, comm_c10);
+    for (auto& t : call.outputs) record(t, comm_c10);
     // The communication stream waits for everything queued so far on the
     // caller's stream (the inputs and their staging copies).
     if (comm != user) {
@@ -913,7 +918,6 @@ class NeuronBackend final : public c10d::Backend {
       delete hc;
       raise_status(st, "nrt_launch(collective)");
     }
-    c10::Stream comm_c10 = to_c10_stream(comm);
     auto future = c10::make_intrusive<c10::ivalue::Future>(
         c10::ListType::create(c10::TensorType::get()),
         std::vector<c10::Device>{c10::Device(c10::DeviceType::PrivateUse1, device)});
@@ -922,8 +926,6 @@ class NeuronBackend final : public c10d::Backend {
       for (auto& f : call.post) f();
       future->markCompleted(c10::IValue(call.outputs));
     }
-    for (auto& t : call.used) record(t, comm_c10);
-    for (auto& t : call.outputs) record(t, comm_c10);
     nrt_event* end = nullptr;
     NEURON_CHECK(nrt_event_create(0, &end));
     st = nrt_event_record(end, comm);
@@ -936,10 +938,15 @@ class NeuronBackend final : public c10d::Backend {
                                            call.host_wait || blocking_wait_);
   }
 
+  // record_stream; memory the caching allocator does not own (from_blob)
+  // is the owner's business, as in CUDA's allocator.
   static void record(const at::Tensor& t, const c10::Stream& s) {
-    if (t.defined() && t.has_storage() && t.storage().data() != nullptr) {
-      at::Tensor(t).record_stream(s);
+    if (!t.defined() || !t.has_storage() || t.storage().data() == nullptr) return;
+    if (t.storage().data_ptr().get_deleter() !=
+        c10::GetAllocator(c10::kPrivateUse1)->raw_deleter()) {
+      return;
     }
+    at::Tensor(t).record_stream(s);
   }
 
   // buf is a contiguous stand-in for the user's t: copy it back afterwards.
