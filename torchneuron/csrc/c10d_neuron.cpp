@@ -25,7 +25,12 @@
 //    path: torch.distributed calls wait(), so results are right in stream
 //    order.
 //  - Collectives of one backend run on one stream, so in issue order (the
-//    engine needs every rank to issue the same sequence).
+//    engine needs every rank to issue the same sequence).  The stream comes
+//    from the runtime's high-priority pool (it has no private streams), so
+//    two process groups, or user code on a high-priority pool stream, may
+//    share it past 32 of them: still correct, but serialised; process groups
+//    issued in different orders on different ranks would then wait for each
+//    other until the timeout (an error, not a hang).
 //  - Lifetimes: every tensor the communication stream touches is
 //    record_stream'ed on it (the caching allocator does not reuse its memory
 //    until the stream has passed the collective), and the Work holds the
