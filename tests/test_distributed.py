@@ -1,9 +1,14 @@
 """The `neuron` c10d backend (torchneuron/distributed.py, c10d_neuron.cpp,
 comm/): every implemented collective and dtype against gloo on CPU copies of
-the same inputs, with 2 and 4 ranks (mp.spawn); DDP on neuron against
-single-process training on the global batch; faults (mismatched sizes, a rank
-that never arrives, a rank that dies) raise instead of hanging; a torchrun
-launch.
+the same inputs, with 2 and 4 ranks (mp.spawn), over both transports (the
+shared-memory engine and gloo on host-staged buffers,
+TORCHNEURON_COMM_TRANSPORT=gloo); DDP on neuron against single-process
+training on the global batch; the communication stream (async_op=True for
+every collective kind, wait() ordering the caller's stream without a host
+block, overlap with compute, tensors kept alive); complex all_reduce through
+the Python API (view_as_real is a native view); faults (mismatched sizes, a
+rank that never arrives, a rank that dies) raise instead of hanging, on the
+sync, async and blocking-wait paths; a torchrun launch.
 
 Inputs are small integers, so every reduction is exact in every dtype and
 the results must be equal, whatever order either backend reduces in."""
@@ -23,6 +28,10 @@ pytestmark = pytest.mark.skipif(not dist.is_available(), reason="torch without d
 
 DTYPES = [torch.float32, torch.float64, torch.bfloat16, torch.float16, torch.int64, torch.int32,
           torch.int16, torch.int8, torch.uint8]
+# The gloo transport stages every dtype through CPU tensors the same way;
+# these cover its dtype conversions (int16 goes as int32) and both float
+# widths, and keep the test fast.
+GLOO_DTYPES = [torch.float32, torch.bfloat16, torch.int64, torch.int16, torch.uint8]
 OPS = [dist.ReduceOp.SUM, dist.ReduceOp.AVG, dist.ReduceOp.PRODUCT, dist.ReduceOp.MIN,
        dist.ReduceOp.MAX]
 
@@ -73,8 +82,8 @@ def _check_all_reduce(rank, world, dtypes, ops, shapes):
                 _same(xn, ref, f"all_reduce {dtype} {op} {shape}")
 
 
-def _check_others(rank, world):
-    for dtype in DTYPES:
+def _check_others(rank, world, dtypes=DTYPES):
+    for dtype in dtypes:
         # broadcast from the last rank
         x = _input(rank, (5, 3), dtype, 7)
         xn = x.to("neuron")
@@ -275,19 +284,186 @@ def _check_ddp(rank, world):
         torch.testing.assert_close(p.cpu(), q.cpu(), rtol=1e-5, atol=1e-6)
 
 
-def _worker_2(rank, world, port):
+def _check_complex(rank, world):
+    # torch.distributed passes view_as_real(t) to the backend: a native view
+    # on neuron, so the result lands in t
+    x = torch.complex(_input(rank, (6,), torch.float32, 30), _input(rank, (6,), torch.float32, 31))
+    xn = x.to("neuron")
+    dist.all_reduce(xn)
+    ref = x.clone()
+    dist.all_reduce(ref)
+    _same(xn, ref, "complex all_reduce")
+
+
+def _check_bool(rank, world):
+    # gloo has no bool: a reference from the ranks' seeded inputs (sum, avg,
+    # max = or; product, min = and, as NCCL); the gloo transport stages bool
+    # as uint8
+    masks = [_input(q, (11,), torch.int64, 32) > 0 for q in range(world)]
+    any_, all_ = torch.stack(masks).any(0), torch.stack(masks).all(0)
+    for op, want in ((dist.ReduceOp.SUM, any_), (dist.ReduceOp.MAX, any_),
+                     (dist.ReduceOp.PRODUCT, all_), (dist.ReduceOp.MIN, all_)):
+        x = masks[rank].to("neuron")
+        dist.all_reduce(x, op=op)
+        _same(x, want, f"bool all_reduce {op}")
+
+
+def _expected_sum(world, shape, dtype, salt):
+    return sum(_input(q, shape, dtype, salt).to(torch.float64) for q in range(world)).to(dtype)
+
+
+def _check_async(rank, world):
+    """async_op=True for every collective kind, all issued before any wait;
+    references from the other ranks' seeded inputs (no second backend)."""
+    f32 = torch.float32
+    works, checks = [], []
+    x = _input(rank, (1000,), f32, 40).to("neuron")
+    works.append(dist.all_reduce(x, async_op=True))
+    checks.append((x, _expected_sum(world, (1000,), f32, 40), "all_reduce"))
+    b = _input(rank, (7,), f32, 41).to("neuron")
+    works.append(dist.broadcast(b, src=0, async_op=True))
+    checks.append((b, _input(0, (7,), f32, 41), "broadcast"))
+    g_in = _input(rank, (3, 2), f32, 42).to("neuron")
+    g_outs = [torch.empty(3, 2, device="neuron") for _ in range(world)]
+    works.append(dist.all_gather(g_outs, g_in, async_op=True))
+    for q, o in enumerate(g_outs):
+        checks.append((o, _input(q, (3, 2), f32, 42), "all_gather"))
+    gt = torch.empty(3 * world, 2, device="neuron")
+    works.append(dist.all_gather_into_tensor(gt, g_in, async_op=True))
+    checks.append((gt, torch.cat([_input(q, (3, 2), f32, 42) for q in range(world)]),
+                   "all_gather_into_tensor"))
+    rs_in = _input(rank, (world * 4,), f32, 43).to("neuron")
+    rs_ref = _expected_sum(world, (world * 4,), f32, 43)[rank * 4:(rank + 1) * 4]
+    rs = torch.empty(4, device="neuron")
+    works.append(dist.reduce_scatter_tensor(rs, rs_in, async_op=True))
+    checks.append((rs, rs_ref, "reduce_scatter_tensor"))
+    rsl = torch.empty(4, device="neuron")
+    works.append(dist.reduce_scatter(rsl, list(rs_in.chunk(world)), async_op=True))
+    checks.append((rsl, rs_ref, "reduce_scatter"))
+    r = _input(rank, (5,), f32, 44).to("neuron")
+    works.append(dist.reduce(r, dst=0, async_op=True))
+    checks.append((r, _expected_sum(world, (5,), f32, 44) if rank == 0 else _input(rank, (5,), f32, 44),
+                   "reduce"))
+    a_in = _input(rank, (world * 2,), f32, 45).to("neuron")
+    a_out = torch.empty(world * 2, device="neuron")
+    works.append(dist.all_to_all_single(a_out, a_in, async_op=True))
+    checks.append((a_out, torch.cat([_input(q, (world * 2,), f32, 45)[rank * 2:rank * 2 + 2]
+                                     for q in range(world)]), "all_to_all_single"))
+    l_outs = [torch.empty(2, device="neuron") for _ in range(world)]
+    works.append(dist.all_to_all(l_outs, list(a_in.chunk(world)), async_op=True))
+    for q, o in enumerate(l_outs):
+        checks.append((o, _input(q, (world * 2,), f32, 45)[rank * 2:rank * 2 + 2], "all_to_all"))
+    g_list = [torch.empty(3, 2, device="neuron") for _ in range(world)] if rank == 0 else None
+    works.append(dist.gather(g_in, g_list, dst=0, async_op=True))
+    if rank == 0:
+        for q, o in enumerate(g_list):
+            checks.append((o, _input(q, (3, 2), f32, 42), "gather"))
+    sc = torch.empty(3, device="neuron")
+    sc_in = [torch.full((3,), float(j), device="neuron") for j in range(world)] if rank == 0 else None
+    works.append(dist.scatter(sc, sc_in, src=0, async_op=True))
+    checks.append((sc, torch.full((3,), float(rank)), "scatter"))
+    nxt, prv = (rank + 1) % world, (rank - 1) % world
+    p_in = _input(rank, (9,), f32, 46).to("neuron")
+    p_out = torch.empty(9, device="neuron")
+    if rank % 2 == 0:
+        works += [dist.isend(p_in, nxt), dist.irecv(p_out, prv)]
+    else:
+        works += [dist.irecv(p_out, prv), dist.isend(p_in, nxt)]
+    checks.append((p_out, _input(prv, (9,), f32, 46), "isend/irecv"))
+    works.append(dist.barrier(async_op=True))
+    for w in works:
+        w.wait()
+    for got, want, what in checks:
+        _same(got, want, f"async {what}")
+    assert all(w.is_completed() for w in works)
+
+
+def _check_stream_order(rank, world):
+    """wait() orders the caller's stream without blocking the host: rank 1
+    joins 1 s late, yet rank 0's wait() returns while the collective is still
+    pending, and the kernels queued after it see the result."""
+    x = torch.full((1 << 16,), float(rank + 1), device="neuron")
+    if rank == 1:
+        time.sleep(1.0)
+    work = dist.all_reduce(x, async_op=True)
+    work.wait()
+    if rank == 0:
+        assert not work.is_completed(), "wait() blocked the host until the collective ended"
+    y = x * 2 + 1  # queued behind the collective on this stream
+    assert torch.equal(y.cpu(), torch.full((1 << 16,), 2.0 * world * (world + 1) / 2 + 1))
+    assert work.is_completed() and work.is_success()
+    # the Future's wait() is a stream wait too; then() sees the outputs
+    x = torch.ones(5, device="neuron")
+    fut = dist.all_reduce(x, async_op=True).get_future().then(lambda f: f.value()[0] * 10)
+    assert fut.wait().cpu().tolist() == [10.0 * world] * 5
+    # a tensor dropped while its collective is in flight is not reused
+    # (record_stream on the communication stream)
+    dist.all_reduce(torch.ones(1 << 20, device="neuron"), async_op=True)
+    fresh = [torch.full((1 << 20,), 7.0, device="neuron") for _ in range(3)]
+    torch.neuron.synchronize()
+    for t in fresh:
+        assert bool((t == 7.0).all()), "memory of an in-flight collective was reused"
+
+
+def _check_overlap(rank, world):
+    """A large async all_reduce and a big matmul launched behind it: both
+    right.  The wall time next to the sum of the two alone is printed, not
+    asserted (the machine is shared and has 2 cores)."""
+    n = 1 << 22  # 16 MiB
+    a = torch.randn(768, 768, device="neuron")
+
+    def comm():
+        x = torch.full((n,), float(rank), device="neuron")
+        return x, dist.all_reduce(x, async_op=True)
+
+    def compute():
+        y = a
+        for _ in range(4):
+            y = y @ a / 32
+        return y
+
+    def timed(fn):
+        dist.barrier()
+        t0 = time.perf_counter()
+        out = fn()
+        torch.neuron.synchronize()
+        return time.perf_counter() - t0, out
+
+    t_comm, _ = timed(comm)
+    t_mm, ref = timed(compute)
+    t_both, (x, y) = timed(lambda: (comm()[0], compute()))
+    assert torch.equal(x[:8].cpu(), torch.full((8,), float(sum(range(world)))))
+    assert bool((x == float(sum(range(world)))).all())
+    torch.testing.assert_close(y.cpu(), ref.cpu())
+    if rank == 0:
+        print(f"overlap: all_reduce {t_comm * 1e3:.1f} ms, matmul {t_mm * 1e3:.1f} ms, "
+              f"both {t_both * 1e3:.1f} ms (sum {(t_comm + t_mm) * 1e3:.1f} ms)")
+
+
+def _worker_2(rank, world, port, transport):
+    os.environ["TORCHNEURON_COMM_TRANSPORT"] = transport
     _init(rank, world, port)
     assert dist.get_backend() == "cpu:gloo,neuron:neuron"
-    _check_all_reduce(rank, world, DTYPES, OPS, [(7,), (3, 5)])
-    _check_others(rank, world)
-    _check_ddp(rank, world)
+    dtypes = DTYPES if transport == "shm" else GLOO_DTYPES
+    _check_all_reduce(rank, world, dtypes, OPS, [(7,), (3, 5)])
+    _check_others(rank, world, dtypes)
+    _check_complex(rank, world)
+    _check_bool(rank, world)
+    _check_async(rank, world)
+    if transport == "shm":
+        _check_stream_order(rank, world)
+        _check_overlap(rank, world)
+        _check_ddp(rank, world)
     dist.destroy_process_group()
 
 
-def _worker_4(rank, world, port):
+def _worker_4(rank, world, port, transport):
+    os.environ["TORCHNEURON_COMM_TRANSPORT"] = transport
     _init(rank, world, port)
-    _check_all_reduce(rank, world, DTYPES, OPS, [(13,)])
-    _check_others(rank, world)
+    dtypes = DTYPES if transport == "shm" else GLOO_DTYPES
+    _check_all_reduce(rank, world, dtypes, OPS, [(13,)])
+    _check_others(rank, world, dtypes)
+    _check_async(rank, world)
     dist.destroy_process_group()
 
 
@@ -296,10 +472,19 @@ def _worker_faults(rank, world, port, result_dir):
                             world_size=world, timeout=timedelta(seconds=3))
     assert dist.get_backend() == "neuron"
     t = torch.ones(4 if rank == 0 else 5, device="neuron")
-    with pytest.raises(dist.DistBackendError, match="all_reduce: mismatched"):
-        dist.all_reduce(t)
-    # a fresh group: rank 1 never arrives at the all_reduce
+    # sync path: the error surfaces at the next synchronisation of the
+    # caller's stream, naming the collective; later collectives of the group
+    # raise DistBackendError at once
+    dist.all_reduce(t)
+    with pytest.raises(RuntimeError, match="all_reduce failed: all_reduce: mismatched"):
+        torch.neuron.synchronize()
+    with pytest.raises(dist.DistBackendError, match="broadcast: communicator aborted.*mismatched"):
+        dist.broadcast(t, src=0)
+    # a fresh group with blocking wait: rank 1 never arrives at the
+    # all_reduce, rank 0's wait() raises
+    os.environ["TORCHNEURON_COMM_BLOCKING_WAIT"] = "1"
     group = dist.new_group(backend="neuron", timeout=timedelta(seconds=3))
+    del os.environ["TORCHNEURON_COMM_BLOCKING_WAIT"]
     if rank == 0:
         t = torch.ones(4, device="neuron")
         start = time.monotonic()
@@ -315,22 +500,52 @@ def _worker_faults(rank, world, port, result_dir):
     # a neuron backend is only for neuron tensors
     with pytest.raises(RuntimeError):
         dist.all_reduce(torch.ones(2))
-    # a rank that dies: the other raises at once, naming it
+    # a rank that dies: on the async path the work completes with the error
+    # (no hang) and wait() raises it, naming the collective and the rank
     group = dist.new_group(backend="neuron", timeout=timedelta(seconds=60))
     if rank == 1:
         os._exit(0)
     start = time.monotonic()
+    work = dist.broadcast(torch.ones(3, device="neuron"), src=0, group=group, async_op=True)
+    while not work.is_completed() and time.monotonic() - start < 30:
+        time.sleep(0.01)
+    assert work.is_completed() and not work.is_success()
     with pytest.raises(dist.DistBackendError, match="broadcast.*rank 1 .*died"):
-        dist.broadcast(torch.ones(3, device="neuron"), src=0, group=group)
+        work.wait()
     assert time.monotonic() - start < 30
 
 
-def test_collectives_and_ddp_2_ranks():
-    mp.spawn(_worker_2, args=(2, _free_port()), nprocs=2)
+TRANSPORTS = ["shm", "gloo"]
 
 
-def test_collectives_4_ranks():
-    mp.spawn(_worker_4, args=(4, _free_port()), nprocs=4)
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_collectives_and_ddp_2_ranks(transport):
+    mp.spawn(_worker_2, args=(2, _free_port(), transport), nprocs=2)
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_collectives_4_ranks(transport):
+    mp.spawn(_worker_4, args=(4, _free_port(), transport), nprocs=4)
+
+
+def test_view_as_real_is_a_view():
+    import torchneuron
+
+    torchneuron._fallback.reset_fallback_stats()
+    c = torch.complex(torch.arange(4.0), -torch.arange(4.0)).to("neuron")
+    r = torch.view_as_real(c)
+    assert r.shape == (4, 2) and r.dtype == torch.float32
+    assert r.data_ptr() == c.data_ptr() and r.untyped_storage().data_ptr() == c.untyped_storage().data_ptr()
+    r.mul_(2)  # writes through the view
+    assert torch.equal(c.cpu(), torch.complex(2 * torch.arange(4.0), -2 * torch.arange(4.0)))
+    back = torch.view_as_complex(r)
+    assert back.data_ptr() == c.data_ptr() and back.dtype == torch.complex64
+    # strided: a column of complex numbers
+    full = torch.complex(torch.randn(3, 4), torch.randn(3, 4))
+    m = full.to("neuron")[:, 1]
+    torch.testing.assert_close(torch.view_as_real(m).cpu(), torch.view_as_real(full[:, 1]))
+    assert torch.view_as_real(m).stride() == torch.view_as_real(full[:, 1]).stride() == (8, 1)
+    assert not [k for k in torchneuron.fallback_stats() if "view_as" in k]
 
 
 def test_faults_raise_instead_of_hanging(tmp_path):

@@ -24,8 +24,10 @@
  *    latency).  all_reduce: step A every rank writes a chunk, then each rank
  *    reduces its 1/world part from all ranks in rank order into its other
  *    buffer; step B every rank copies all reduced parts.  Small chunks
- *    (<= 32 KiB) skip step B: every rank reduces the whole chunk itself, in
- *    the same order, so all ranks get the same bits.  reduce_scatter: each
+ *    (<= 32 KiB) and 2 ranks skip step B: every rank reduces the whole chunk
+ *    itself, in the same order, so all ranks get the same bits (per element
+ *    of the chunk, direct moves (w+1) elements and one step, the split
+ *    3 + 1/w and two: for w = 2 direct moves less).  reduce_scatter: each
  *    rank writes its world pieces, rank r reduces piece r.  all_gather /
  *    broadcast: one step per chunk, plain copies.  all_to_all: each rank's
  *    buffer holds world pieces of chunk/world bytes, piece j for rank j; the
@@ -642,7 +644,7 @@ int ncomm_all_reduce(ncomm *c, const void *in, void *outp, size_t count, nrt_dty
     if (m) memcpy(buf(c, c->rank, a), src + off * es, m * es);
     if (step(c, &d, first)) return -1;
     first = 0;
-    if (m * es <= NC_DIRECT_BYTES || c->world == 1) {
+    if (m * es <= NC_DIRECT_BYTES || c->world <= 2) {
       for (int r = 0; r < c->world; ++r) srcs[r] = buf(c, r, a);
       if (m) red(dst + off * es, srcs, c->world, m, op);
     } else {
