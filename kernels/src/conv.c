@@ -47,6 +47,7 @@
 #include "dtype_convert.h"
 #include "conv.h"
 #include "gemm.h"
+#include "half_rows.h"
 #include "kernel_entries.h"
 #include "nd_iter.h"
 #include "neuron_kernels.h"
@@ -88,15 +89,30 @@ static int64_t flat_stride(const int64_t sizes[5], const int64_t strides[5], int
 
 /* Walks every element of a (A, B, s0, s1, s2) tensor in row-major order
  * together with a contiguous buffer of the compute dtype; to_buf copies
- * in (converting), else out. */
+ * in (converting), else out.  float16/bfloat16 <-> float32 rows go through
+ * the vectorised row conversions (half_rows.h): the working copies of a
+ * bfloat16 convolution under autocast. */
 static void copy_walk(const int64_t sz[5], const int64_t st[5], char *data, nrt_dtype t,
                       char *buf, nrt_dtype ct, int to_buf) {
   const size_t ces = nk_dtype_size(ct);
+  const int rows16 = ct == NRT_FLOAT32 && (t == NRT_FLOAT16 || t == NRT_BFLOAT16 || t == NRT_FLOAT32);
+  const nk_half_fns *h = nk_half_pick();
   for (int64_t a = 0; a < sz[0]; a++)
     for (int64_t b = 0; b < sz[1]; b++)
       for (int64_t i = 0; i < sz[2]; i++)
         for (int64_t j = 0; j < sz[3]; j++) {
           char *p = data + a * st[0] + b * st[1] + i * st[2] + j * st[3];
+          if (rows16) {
+            if (to_buf) {
+              const float *v = h->in(t, p, st[4], sz[4], (float *)(void *)buf);
+              if (v != (const float *)(const void *)buf) memcpy(buf, v, (size_t)sz[4] * 4);
+              if (st[4] == 0) for (int64_t k = 1; k < sz[4]; k++) memcpy(buf + k * 4, buf, 4);
+            } else {
+              h->out(t, p, st[4], sz[4], (const float *)(const void *)buf);
+            }
+            buf += sz[4] * ces;
+            continue;
+          }
           for (int64_t k = 0; k < sz[4]; k++, p += st[4], buf += ces) {
             if (ct == NRT_FLOAT64) {
               if (to_buf) nk_write_f64(buf, nk_load_f64(t, p));
