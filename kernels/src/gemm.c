@@ -50,6 +50,7 @@
 
 #include "dtype_convert.h"
 #include "gemm.h"
+#include "half_rows.h"
 #include "kernel_entries.h"
 #include "nd_iter.h"
 #include "neuron_kernels.h"
@@ -125,7 +126,7 @@ static int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; 
 /* The micro-kernel for m-row products of compute class cls. */
 static gemm_arch pick_arch(nk_class cls, int pairs, int64_t m) {
   const nk_isa isa = nk_cpu_isa();
-  if (pairs) return (gemm_arch){12, 32, nk_gemm_ukr_avx512bf16_f32, NULL, NULL};
+  if (pairs) return (gemm_arch){12, 32, nk_gemm_ukr_avx512bf16_f32, NULL, NULL, NULL};
   switch (cls) {
   case NK_CLASS_FLOAT:
     /* Few rows: 8-row tiles where they pad less than 12-row ones (16 rows
@@ -140,7 +141,7 @@ static gemm_arch pick_arch(nk_class cls, int pairs, int64_t m) {
     if (isa == NK_ISA_AVX2)
       return (gemm_arch){6, 16, nk_gemm_ukr_avx2_f32, (void *)nk_gemm_dot_avx2_f32,
                          (void *)nk_gemm_axpy_avx2_f32, nk_gemm_ukr_rows_avx2_f32};
-    return (gemm_arch){6, 16, ukr_f32_6x16, (void *)dot_f32, (void *)dot_f32_axpy};
+    return (gemm_arch){6, 16, ukr_f32_6x16, (void *)dot_f32, (void *)dot_f32_axpy, NULL};
   case NK_CLASS_DOUBLE:
     if (isa == NK_ISA_AVX512)
       return (gemm_arch){12, 16, nk_gemm_ukr_avx512_f64, (void *)nk_gemm_dot_avx512_f64,
@@ -148,8 +149,8 @@ static gemm_arch pick_arch(nk_class cls, int pairs, int64_t m) {
     if (isa == NK_ISA_AVX2)
       return (gemm_arch){6, 8, nk_gemm_ukr_avx2_f64, (void *)nk_gemm_dot_avx2_f64,
                          (void *)nk_gemm_axpy_avx2_f64, nk_gemm_ukr_rows_avx2_f64};
-    return (gemm_arch){4, 8, ukr_f64_4x8, (void *)dot_f64, (void *)dot_f64_axpy};
-  default: return (gemm_arch){4, 4, ukr_i64_4x4, NULL, NULL};
+    return (gemm_arch){4, 8, ukr_f64_4x8, (void *)dot_f64, (void *)dot_f64_axpy, NULL};
+  default: return (gemm_arch){4, 4, ukr_i64_4x4, NULL, NULL, NULL};
   }
 }
 
@@ -404,6 +405,12 @@ static void store_ws(const gemm_plan *p, const char *ws, int64_t ld, char *out, 
     char *o = out + i * rs;
     if (p->cls == NK_CLASS_FLOAT) {
       const float *w = (const float *)ws + i * ld, al = (float)p->alpha.f, be = (float)p->beta.f;
+      if (be == 0 && al == 1 && cs == 2 && (t == NRT_BFLOAT16 || t == NRT_FLOAT16)) {
+        /* the common 16-bit output: the per-ISA row conversion (this file
+         * is built for the baseline ISA, 4 lanes wide) */
+        nk_half_pick()->out(t, o, 2, cols, w);
+        continue;
+      }
       if (be == 0 && cs == 2 && (t == NRT_BFLOAT16 || t == NRT_FLOAT16)) {
         /* the common 16-bit output, one loop per dtype the compiler can
          * vectorise (the generic store below switches per element) */
