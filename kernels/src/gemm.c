@@ -615,7 +615,11 @@ static void gemm_one(const gemm_plan *p, const gemm_buffers *buf, int64_t bi, in
       const int64_t items = pn.n_ic * pn.n_jr_chunks;
       if (parallel) {
         if (!p->unpacked_b) nk_parallel_for(slivers, 4, pack_b_range, &pn);
-        nk_parallel_for(items, 1, compute_range, &pn);
+        /* a claim takes half an ic row of items: a worker re-packs the A
+         * block whenever its next item is another ic's, and single-item
+         * claims alternated ic between the workers (A packed once per
+         * item), while half rows still leave chunks to steal */
+        nk_parallel_for(items, pn.n_jr_chunks > 1 ? pn.n_jr_chunks / 2 : 1, compute_range, &pn);
       } else {
         if (!p->unpacked_b) pack_b_range(&pn, 0, slivers, worker);
         compute_range(&pn, 0, items, worker);
