@@ -195,6 +195,7 @@ Tensor mexp(const Tensor& a) {
                                                       2.996158913811580e-01, 1.090863719290036e+00};
   const auto& thetas = single ? thetas_float : thetas_double;
   Mexp m{single};
+  if (a3.size(0) == 0) return a.clone(at::MemoryFormat::Contiguous);
   const Tensor norm_cpu = operator_1_norm(a3).cpu();
   if (a3.size(0) > 1) return m.t18_scale_square(a3, norm_cpu, thetas[5]).view(a.sizes());
   // one matrix: the lowest degree accurate for its norm; a NaN norm matches
