@@ -98,6 +98,7 @@ typedef enum nk_kernel_id {
 
   /* long tail */
   NK_KERNEL_ORGQR, /* Q <- product of Householder reflectors (householder_product) */
+  NK_KERNEL_LU,    /* LU factorisation with partial pivoting, and solves with it (nk_lu_op) */
   NK_KERNEL_TAIL_POINTWISE, /* glu, prelu, renorm factor, frexp, cross (nk_tail_op) */
   NK_KERNEL_UNFOLD_BACKWARD, /* grad_input <- sum of unfold's windows over it */
   NK_KERNEL_HISTOGRAM,       /* hist <- (weighted) counts of input rows in bins  */
@@ -1102,6 +1103,21 @@ typedef struct nk_amp_update_scale_params {
  * matrix is the first n columns of H_0 H_1 ... H_{k-1}, H_j = I - tau_j v_j
  * v_j^T (torch.linalg.householder_product).  Math in the dtype (dot
  * products accumulated in double for float32), one matrix per thread. */
+/* NK_KERNEL_LU: LAPACK's getrf / getrs, unblocked, float32 or float64 (one
+ * dtype; pivots and info int32), any strides, one matrix per thread:
+ *   FACTOR: [0] a (..., m, n) in place <- L (unit, below the diagonal) and U;
+ *     [1] pivots (..., min(m, n)) <- 1-based row swapped with each row (row
+ *     j itself without pivoting); [2] info (...) <- 0, or j + 1 for the first
+ *     exactly zero U[j, j] (the factorisation still completes).
+ *   SOLVE / SOLVE_TRANSPOSE: [0] x (..., n, r) in place: B on entry, A^-1 B
+ *     (A^-T B) on exit, A = P L U given by [1] lu (..., n, n) and [2] pivots
+ *     (..., n) with x's batch dims (broadcast ones have stride 0); a pivot
+ *     outside [1, n] is an error. */
+typedef enum nk_lu_op { NK_LU_FACTOR = 0, NK_LU_SOLVE, NK_LU_SOLVE_TRANSPOSE, NK_LU_OP_COUNT } nk_lu_op;
+typedef struct nk_lu_params {
+  int32_t op;    /* nk_lu_op */
+  int32_t pivot; /* FACTOR: partial pivoting (else none) */
+} nk_lu_params;
 typedef enum nk_tail_op {
   NK_TAIL_GLU = 0,        /* [0] out <- a * sigmoid(b); [1] a, [2] b            */
   NK_TAIL_GLU_BACKWARD,   /* [0] gA <- s*g, [1] gB <- (1-s)*s*a*g, s = sigmoid(b);

@@ -24,10 +24,20 @@
 //    a batched column-major copy, orgqr_stub), so it is registered as is and
 //    the stub runs NK_KERNEL_ORGQR (kernels/src/linalg.c).  Complex inputs
 //    run on the CPU; float16/bfloat16 raise like the CPU (LAPACK has none).
+//  - linalg.solve / lu_factor / lu_solve (orthogonal's "cayley" map, and
+//    linalg_solve's backward): ATen's structured _linalg_solve_ex,
+//    linalg_lu_factor_ex and linalg_lu_solve run here with their own meta and
+//    impl (so their checks, layouts and error messages are ATen's); their
+//    lu_factor_stub and lu_solve_stub run NK_KERNEL_LU.  LU and pivots
+//    broadcast against B's batch dims as stride-0 operands.
 #include <ATen/ATen.h>
 #include <ATen/native/BatchLinearAlgebra.h>
 #include <ATen/native/LinearAlgebraUtils.h>
+#include <ATen/native/TransposeType.h>
+#include <ATen/ops/_linalg_solve_ex_native.h>
 #include <ATen/ops/linalg_householder_product_native.h>
+#include <ATen/ops/linalg_lu_factor_ex_native.h>
+#include <ATen/ops/linalg_lu_solve_native.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
@@ -241,6 +251,106 @@ Tensor& orgqr_kernel(Tensor& result, const Tensor& tau) {
   return result;
 }
 
+// ---- LU ---------------------------------------------------------------------
+
+void check_lu_dtype(const Tensor& t, const char* what) {
+  const auto dt = t.scalar_type();
+  TORCH_CHECK_NOT_IMPLEMENTED(dt == at::kFloat || dt == at::kDouble, "\"", what, "\" not implemented for '",
+                              c10::toString(dt), "'");
+}
+
+void lu_factor_kernel(const Tensor& LU, const Tensor& pivots, const Tensor& infos, bool compute_pivots) {
+  check_lu_dtype(LU, "lu_cpu");
+  if (LU.numel() == 0 && infos.numel() == 0) return;
+  if (LU.numel() == 0) {  // (..., 0, n) or (..., m, 0): nothing to factor
+    infos.zero_();
+    return;
+  }
+  const char* name = "aten::linalg_lu_factor_ex";
+  Task task(NK_KERNEL_LU, name, 3);
+  describe_or_fail(LU, task.operand(0), name);
+  describe_or_fail(pivots, task.operand(1), name);
+  describe_or_fail(infos, task.operand(2), name);
+  auto* p = task.params<nk_lu_params>();
+  p->op = NK_LU_FACTOR;
+  p->pivot = compute_pivots ? 1 : 0;
+  launch(LU.device().index(), task);
+}
+
+void lu_solve_kernel(const Tensor& LU, const Tensor& pivots, const Tensor& B, at::native::TransposeType trans) {
+  check_lu_dtype(LU, "lu_solve_cpu");
+  TORCH_INTERNAL_ASSERT(trans != at::native::TransposeType::ConjTranspose || !LU.is_complex());
+  if (B.numel() == 0) return;
+  // LU and pivots have their own (broadcastable) batch dims: expand to B's
+  std::vector<int64_t> lu_shape(B.sizes().begin(), B.sizes().end() - 2);
+  std::vector<int64_t> piv_shape = lu_shape;
+  lu_shape.push_back(LU.size(-2));
+  lu_shape.push_back(LU.size(-1));
+  piv_shape.push_back(pivots.size(-1));
+  const char* name = "aten::linalg_lu_solve";
+  Task task(NK_KERNEL_LU, name, 3);
+  describe_or_fail(B, task.operand(0), name);
+  describe_or_fail(LU.expand(lu_shape), task.operand(1), name);
+  describe_or_fail(pivots.expand(piv_shape), task.operand(2), name);
+  auto* p = task.params<nk_lu_params>();
+  p->op = trans == at::native::TransposeType::NoTranspose ? NK_LU_SOLVE : NK_LU_SOLVE_TRANSPOSE;
+  launch(B.device().index(), task);
+}
+
+using LuFactorOp = at::native::structured_linalg_lu_factor_ex_out;
+using SolveOp = at::native::structured__linalg_solve_ex_out;
+
+std::tuple<Tensor, Tensor, Tensor> lu_factor_ex(const Tensor& A, bool pivot, bool check_errors) {
+  if (!structured::all_native(A)) {
+    auto t = run_on_cpu("aten::linalg_lu_factor_ex", "", {A, pivot, check_errors}).toTuple();
+    return {t->elements()[0].toTensor(), t->elements()[1].toTensor(), t->elements()[2].toTensor()};
+  }
+  structured::Functional<LuFactorOp, 3> op;
+  op.meta(A, pivot, check_errors);
+  op.impl(A, pivot, check_errors, op.output(0), op.output(1), op.output(2));
+  return {std::move(op.outputs_[0]), std::move(op.outputs_[1]), std::move(op.outputs_[2])};
+}
+
+std::tuple<Tensor&, Tensor&, Tensor&> lu_factor_ex_out(const Tensor& A, bool pivot, bool check_errors, Tensor& LU,
+                                                      Tensor& pivots, Tensor& info) {
+  if (!structured::all_native(A, LU, pivots, info)) {
+    run_on_cpu("aten::linalg_lu_factor_ex", "out", {A, pivot, check_errors, LU, pivots, info});
+    return {LU, pivots, info};
+  }
+  structured::Out<LuFactorOp, 3> op(LU, pivots, info);
+  op.meta(A, pivot, check_errors);
+  op.impl(A, pivot, check_errors, op.output(0), op.output(1), op.output(2));
+  op.copy_back();
+  return {LU, pivots, info};
+}
+
+std::tuple<Tensor, Tensor, Tensor, Tensor> solve_ex(const Tensor& A, const Tensor& B, bool left, bool check_errors) {
+  if (!structured::all_native(A, B)) {
+    auto t = run_on_cpu("aten::_linalg_solve_ex", "", {A, B, left, check_errors}).toTuple();
+    const auto& e = t->elements();
+    return {e[0].toTensor(), e[1].toTensor(), e[2].toTensor(), e[3].toTensor()};
+  }
+  structured::Functional<SolveOp, 4> op;
+  op.meta(A, B, left, check_errors);
+  op.impl(A, B, left, check_errors, op.output(0), op.output(1), op.output(2), op.output(3));
+  return {std::move(op.outputs_[0]), std::move(op.outputs_[1]), std::move(op.outputs_[2]),
+          std::move(op.outputs_[3])};
+}
+
+std::tuple<Tensor&, Tensor&, Tensor&, Tensor&> solve_ex_out(const Tensor& A, const Tensor& B, bool left,
+                                                            bool check_errors, Tensor& result, Tensor& LU,
+                                                            Tensor& pivots, Tensor& info) {
+  if (!structured::all_native(A, B, result, LU, pivots, info)) {
+    run_on_cpu("aten::_linalg_solve_ex", "result", {A, B, left, check_errors, result, LU, pivots, info});
+    return {result, LU, pivots, info};
+  }
+  structured::Out<SolveOp, 4> op(result, LU, pivots, info);
+  op.meta(A, B, left, check_errors);
+  op.impl(A, B, left, check_errors, op.output(0), op.output(1), op.output(2), op.output(3));
+  op.copy_back();
+  return {result, LU, pivots, info};
+}
+
 }  // namespace
 
 namespace st = structured;
@@ -249,10 +359,19 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("linalg_matrix_exp", TORCH_FN(linalg_matrix_exp));
   st::Shared<&at::native::linalg_householder_product>::register_op(m, "linalg_householder_product");
   st::Shared<&at::native::linalg_householder_product_out>::register_op(m, "linalg_householder_product.out");
+  using T = const at::Tensor&;
+  st::Structured<at::native::structured_linalg_lu_solve_out, T, T, T, bool, bool>::register_ops(
+      m, "linalg_lu_solve", nullptr, "linalg_lu_solve.out");
+  m.impl("linalg_lu_factor_ex", TORCH_FN(lu_factor_ex));
+  m.impl("linalg_lu_factor_ex.out", TORCH_FN(lu_factor_ex_out));
+  m.impl("_linalg_solve_ex", TORCH_FN(solve_ex));
+  m.impl("_linalg_solve_ex.result", TORCH_FN(solve_ex_out));
 }
 
 }  // namespace torchneuron
 
 namespace at::native {
 REGISTER_PRIVATEUSE1_DISPATCH(orgqr_stub, &torchneuron::orgqr_kernel)
+REGISTER_PRIVATEUSE1_DISPATCH(lu_factor_stub, &torchneuron::lu_factor_kernel)
+REGISTER_PRIVATEUSE1_DISPATCH(lu_solve_stub, &torchneuron::lu_solve_kernel)
 }  // namespace at::native
