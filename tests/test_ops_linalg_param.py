@@ -1,7 +1,8 @@
 """What torch.nn.utils.parametrizations.orthogonal and the transformers MoE
 layers needed (ops_linalg.cpp, kernels/src/linalg.c, ops_tail.cpp's histc):
 linalg.matrix_exp (+ its backward, matrix_exp of a block matrix),
-linalg.householder_product (+ householder_product_backward) and histc on
+linalg.householder_product (+ householder_product_backward), linalg.solve /
+lu_factor / lu_solve (the "cayley" map; + solve's backward) and histc on
 integer dtypes, against torch CPU (matrix_exp, householder_product) and a
 reference of CUDA's histc rule written here (CPU's histc has no integers).
 Everything runs in fallback_mode("error"): a silent CPU fallback fails."""
@@ -162,9 +163,84 @@ def test_householder_product_backward_matches_cpu():
         torch.testing.assert_close(got, want, atol=1e-11, rtol=1e-11)
 
 
+# ---- LU: solve, lu_factor, lu_solve ------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_solve_matches_cpu(dtype):
+    A, B = randn(2, 3, 6, 6, dtype=dtype), randn(2, 3, 6, 4, dtype=dtype, seed=1)
+    t = TOL[dtype] if dtype == torch.float64 else {"atol": 1e-4, "rtol": 1e-4}
+    same(torch.linalg.solve(A.to(D), B.to(D)), torch.linalg.solve(A, B), **t)
+    same(torch.linalg.solve(A.to(D), B.mT.to(D), left=False), torch.linalg.solve(A, B.mT, left=False), **t)
+    same(torch.linalg.solve(A.to(D), B[..., 0].to(D)), torch.linalg.solve(A, B[..., 0]), **t)  # vector rhs
+    same(torch.linalg.solve(A[0, 0].to(D), B.to(D)), torch.linalg.solve(A[0, 0], B), **t)  # broadcast A
+    At = A.mT  # a non-contiguous A (ATen factors A^T then)
+    same(torch.linalg.solve(At.to(D), B.to(D)), torch.linalg.solve(At, B), **t)
+    x, info = torch.linalg.solve_ex(A.to(D), B.to(D))
+    same(x, torch.linalg.solve(A, B), **t)
+    same(info, torch.zeros(2, 3, dtype=torch.int32), atol=0, rtol=0)
+    out = torch.empty(0, dtype=dtype, device=D)
+    torch.linalg.solve(A.to(D), B.to(D), out=out)
+    same(out, torch.linalg.solve(A, B), **t)
+    e, eb = A[..., :0, :0], B[..., :0, :]
+    same(torch.linalg.solve(e.to(D), eb.to(D)), torch.linalg.solve(e, eb))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_lu_factor_and_lu_solve_match_cpu(dtype):
+    for shape in ((5, 5), (3, 4, 4), (4, 6), (6, 4), (2, 1, 1)):
+        A = randn(*shape, dtype=dtype, seed=len(shape))
+        LU, piv, info = torch.linalg.lu_factor_ex(A.to(D))
+        LUc, pivc, infoc = torch.linalg.lu_factor_ex(A)
+        same(LU, LUc, **TOL[dtype])
+        same(piv, pivc, atol=0, rtol=0)
+        same(info, infoc, atol=0, rtol=0)
+        assert LU.mT.is_contiguous()  # batched column-major, as ATen's
+    A, B = randn(3, 5, 5, dtype=dtype), randn(3, 5, 2, dtype=dtype, seed=2)
+    LUc, pivc = torch.linalg.lu_factor(A)
+    LU, piv = LUc.to(D), pivc.to(D)
+    t = TOL[dtype] if dtype == torch.float64 else {"atol": 1e-4, "rtol": 1e-4}
+    for kw in ({}, {"adjoint": True}, {"left": False}, {"left": False, "adjoint": True}):
+        rhs = B if kw.get("left", True) else B.mT
+        same(torch.linalg.lu_solve(LU, piv, rhs.to(D), **kw), torch.linalg.lu_solve(LUc, pivc, rhs, **kw), **t)
+    same(torch.linalg.lu_solve(LU[1], piv[1], B.to(D)), torch.linalg.lu_solve(LUc[1], pivc[1], B), **t)  # broadcast
+
+
+def test_lu_singular_and_errors():
+    S = torch.tensor([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]])
+    LU, piv, info = torch.linalg.lu_factor_ex(S.to(D))
+    LUc, pivc, infoc = torch.linalg.lu_factor_ex(S)
+    same(LU, LUc)
+    same(info, infoc, atol=0, rtol=0)
+    assert int(infoc) > 0
+    with pytest.raises(RuntimeError, match="singular"):
+        torch.linalg.solve(S.to(D), torch.ones(3, device=D))
+    with pytest.raises(RuntimeError, match="U\\[2,2\\] is zero"):  # the CPU's message
+        torch.linalg.lu_factor(torch.ones(3, 3, device=D))
+    with pytest.raises(NotImplementedError, match="not implemented for 'BFloat16'"):
+        torch.linalg.lu_factor(torch.eye(3, dtype=torch.bfloat16, device=D))
+    # no pivoting: CUDA's option, which the CPU lacks
+    A = randn(4, 4) + 4 * torch.eye(4)
+    LU, piv = torch.linalg.lu_factor(A.to(D), pivot=False)
+    same(piv, torch.arange(1, 5, dtype=torch.int32), atol=0, rtol=0)
+    P, L, U = torch.lu_unpack(LU.cpu(), piv.cpu())
+    torch.testing.assert_close(L @ U, A, atol=1e-5, rtol=1e-5)
+
+
+def test_solve_backward_matches_cpu():
+    A, B = randn(2, 5, 5, dtype=torch.float64), randn(2, 5, 3, dtype=torch.float64, seed=1)
+    g = randn(2, 5, 3, dtype=torch.float64, seed=2)
+    grads = []
+    for dev in ("cpu", D):
+        a, b = A.clone().to(dev).requires_grad_(), B.clone().to(dev).requires_grad_()
+        torch.linalg.solve(a, b).backward(g.to(dev))
+        grads.append((a.grad.cpu(), b.grad.cpu()))
+    for got, want in zip(grads[1], grads[0]):
+        torch.testing.assert_close(got, want, atol=1e-11, rtol=1e-11)
+
+
 # ---- parametrizations.orthogonal -------------------------------------------------------------
 
-@pytest.mark.parametrize("orthogonal_map", ["matrix_exp", "householder"])
+@pytest.mark.parametrize("orthogonal_map", ["matrix_exp", "cayley", "householder"])
 @pytest.mark.parametrize("shape", [(8, 8), (8, 3), (3, 8)])
 def test_orthogonal_parametrization_trains_natively(orthogonal_map, shape):
     torch.manual_seed(0)

@@ -269,7 +269,7 @@ PARAMETRIZATIONS = {
     "weight_norm": (lambda m: torch.nn.utils.parametrizations.weight_norm(m), set()),
     "spectral_norm": (lambda m: torch.nn.utils.parametrizations.spectral_norm(m), set()),
     # matrix_exp for the square weight, householder for the 4 x 12 one
-    # (ops_linalg.cpp); the "cayley" map needs linalg.solve (LU), not native yet
+    # (ops_linalg.cpp; "cayley" is in tests/test_ops_linalg_param.py)
     "orthogonal": (lambda m: torch.nn.utils.parametrizations.orthogonal(m), set()),
 }
 
