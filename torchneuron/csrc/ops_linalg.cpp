@@ -29,12 +29,19 @@
 //    linalg_lu_factor_ex and linalg_lu_solve run here with their own meta and
 //    impl (so their checks, layouts and error messages are ATen's); their
 //    lu_factor_stub and lu_solve_stub run NK_KERNEL_LU.  LU and pivots
-//    broadcast against B's batch dims as stride-0 operands.
+//    broadcast against B's batch dims as stride-0 operands.  linalg_inv_ex
+//    (a solve against the identity) and _linalg_det (an LU, then the
+//    diagonal's product and the pivots' parity) are the same kind of
+//    structured ops on these pieces, so they are registered the same way,
+//    as is _linalg_slogdet (sign and log|det| from the same LU).
 #include <ATen/ATen.h>
 #include <ATen/native/BatchLinearAlgebra.h>
 #include <ATen/native/LinearAlgebraUtils.h>
 #include <ATen/native/TransposeType.h>
+#include <ATen/ops/_linalg_det_native.h>
+#include <ATen/ops/_linalg_slogdet_native.h>
 #include <ATen/ops/_linalg_solve_ex_native.h>
+#include <ATen/ops/linalg_inv_ex_native.h>
 #include <ATen/ops/linalg_householder_product_native.h>
 #include <ATen/ops/linalg_lu_factor_ex_native.h>
 #include <ATen/ops/linalg_lu_solve_native.h>
@@ -351,6 +358,83 @@ std::tuple<Tensor&, Tensor&, Tensor&, Tensor&> solve_ex_out(const Tensor& A, con
   return {result, LU, pivots, info};
 }
 
+using InvOp = at::native::structured_linalg_inv_ex_out;
+using DetOp = at::native::structured__linalg_det_out;
+
+std::tuple<Tensor, Tensor> inv_ex(const Tensor& A, bool check_errors) {
+  if (!structured::all_native(A)) {
+    auto t = run_on_cpu("aten::linalg_inv_ex", "", {A, check_errors}).toTuple();
+    return {t->elements()[0].toTensor(), t->elements()[1].toTensor()};
+  }
+  structured::Functional<InvOp, 2> op;
+  op.meta(A, check_errors);
+  op.impl(A, check_errors, op.output(0), op.output(1));
+  return {std::move(op.outputs_[0]), std::move(op.outputs_[1])};
+}
+
+std::tuple<Tensor&, Tensor&> inv_ex_out(const Tensor& A, bool check_errors, Tensor& inverse, Tensor& info) {
+  if (!structured::all_native(A, inverse, info)) {
+    run_on_cpu("aten::linalg_inv_ex", "inverse", {A, check_errors, inverse, info});
+    return {inverse, info};
+  }
+  structured::Out<InvOp, 2> op(inverse, info);
+  op.meta(A, check_errors);
+  op.impl(A, check_errors, op.output(0), op.output(1));
+  op.copy_back();
+  return {inverse, info};
+}
+
+std::tuple<Tensor, Tensor, Tensor> det(const Tensor& A) {
+  if (!structured::all_native(A)) {
+    auto t = run_on_cpu("aten::_linalg_det", "", {A}).toTuple();
+    return {t->elements()[0].toTensor(), t->elements()[1].toTensor(), t->elements()[2].toTensor()};
+  }
+  structured::Functional<DetOp, 3> op;
+  op.meta(A);
+  op.impl(A, op.output(0), op.output(1), op.output(2));
+  return {std::move(op.outputs_[0]), std::move(op.outputs_[1]), std::move(op.outputs_[2])};
+}
+
+std::tuple<Tensor&, Tensor&, Tensor&> det_out(const Tensor& A, Tensor& result, Tensor& LU, Tensor& pivots) {
+  if (!structured::all_native(A, result, LU, pivots)) {
+    run_on_cpu("aten::_linalg_det", "result", {A, result, LU, pivots});
+    return {result, LU, pivots};
+  }
+  structured::Out<DetOp, 3> op(result, LU, pivots);
+  op.meta(A);
+  op.impl(A, op.output(0), op.output(1), op.output(2));
+  op.copy_back();
+  return {result, LU, pivots};
+}
+
+using SlogdetOp = at::native::structured__linalg_slogdet_out;
+
+std::tuple<Tensor, Tensor, Tensor, Tensor> slogdet(const Tensor& A) {
+  if (!structured::all_native(A)) {
+    auto t = run_on_cpu("aten::_linalg_slogdet", "", {A}).toTuple();
+    const auto& e = t->elements();
+    return {e[0].toTensor(), e[1].toTensor(), e[2].toTensor(), e[3].toTensor()};
+  }
+  structured::Functional<SlogdetOp, 4> op;
+  op.meta(A);
+  op.impl(A, op.output(0), op.output(1), op.output(2), op.output(3));
+  return {std::move(op.outputs_[0]), std::move(op.outputs_[1]), std::move(op.outputs_[2]),
+          std::move(op.outputs_[3])};
+}
+
+std::tuple<Tensor&, Tensor&, Tensor&, Tensor&> slogdet_out(const Tensor& A, Tensor& sign, Tensor& logabsdet,
+                                                           Tensor& LU, Tensor& pivots) {
+  if (!structured::all_native(A, sign, logabsdet, LU, pivots)) {
+    run_on_cpu("aten::_linalg_slogdet", "sign", {A, sign, logabsdet, LU, pivots});
+    return {sign, logabsdet, LU, pivots};
+  }
+  structured::Out<SlogdetOp, 4> op(sign, logabsdet, LU, pivots);
+  op.meta(A);
+  op.impl(A, op.output(0), op.output(1), op.output(2), op.output(3));
+  op.copy_back();
+  return {sign, logabsdet, LU, pivots};
+}
+
 }  // namespace
 
 namespace st = structured;
@@ -366,6 +450,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("linalg_lu_factor_ex.out", TORCH_FN(lu_factor_ex_out));
   m.impl("_linalg_solve_ex", TORCH_FN(solve_ex));
   m.impl("_linalg_solve_ex.result", TORCH_FN(solve_ex_out));
+  m.impl("linalg_inv_ex", TORCH_FN(inv_ex));
+  m.impl("linalg_inv_ex.inverse", TORCH_FN(inv_ex_out));
+  m.impl("_linalg_det", TORCH_FN(det));
+  m.impl("_linalg_det.result", TORCH_FN(det_out));
+  m.impl("_linalg_slogdet", TORCH_FN(slogdet));
+  m.impl("_linalg_slogdet.sign", TORCH_FN(slogdet_out));
 }
 
 }  // namespace torchneuron
