@@ -2,7 +2,8 @@
 layers needed (ops_linalg.cpp, kernels/src/linalg.c, ops_tail.cpp's histc):
 linalg.matrix_exp (+ its backward, matrix_exp of a block matrix),
 linalg.householder_product (+ householder_product_backward), linalg.solve /
-lu_factor / lu_solve (the "cayley" map; + solve's backward) and histc on
+lu_factor / lu_solve (the "cayley" map; + solve's backward), inv / det /
+slogdet on the same LU, and histc on
 integer dtypes, against torch CPU (matrix_exp, householder_product) and a
 reference of CUDA's histc rule written here (CPU's histc has no integers).
 Everything runs in fallback_mode("error"): a silent CPU fallback fails."""
@@ -224,6 +225,34 @@ def test_lu_singular_and_errors():
     same(piv, torch.arange(1, 5, dtype=torch.int32), atol=0, rtol=0)
     P, L, U = torch.lu_unpack(LU.cpu(), piv.cpu())
     torch.testing.assert_close(L @ U, A, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_inv_det_slogdet_match_cpu(dtype):
+    A = randn(2, 3, 5, 5, dtype=dtype) + 2 * torch.eye(5, dtype=dtype)
+    A[0, 1, 2] = A[0, 1, 1]  # one singular matrix (det 0)
+    t = TOL[dtype] if dtype == torch.float64 else {"atol": 1e-4, "rtol": 1e-4}
+    ok = A[1]
+    same(torch.linalg.inv(ok.to(D)), torch.linalg.inv(ok), **t)
+    inv, info = torch.linalg.inv_ex(A.to(D))
+    same(info, torch.linalg.inv_ex(A)[1], atol=0, rtol=0)
+    same(torch.linalg.det(A.to(D)), torch.linalg.det(A), **t)
+    sign, logabs = torch.linalg.slogdet(A.to(D))
+    sc, lc = torch.linalg.slogdet(A)
+    same(sign, sc, atol=0, rtol=0)
+    same(logabs, lc, **t)
+    with pytest.raises(RuntimeError, match="singular"):
+        torch.linalg.inv(A[0].to(D))
+
+
+def test_inv_det_backward_matches_cpu():
+    A = randn(2, 4, 4, dtype=torch.float64) + 3 * torch.eye(4, dtype=torch.float64)
+    grads = []
+    for dev in ("cpu", D):
+        a = A.clone().to(dev).requires_grad_()
+        (torch.linalg.inv(a).sum() + torch.linalg.det(a).sum() + torch.linalg.slogdet(a)[1].sum()).backward()
+        grads.append(a.grad.cpu())
+    torch.testing.assert_close(grads[1], grads[0], atol=1e-11, rtol=1e-11)
 
 
 def test_solve_backward_matches_cpu():
