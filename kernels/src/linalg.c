@@ -1,4 +1,9 @@
-/* linalg.c — NK_KERNEL_ORGQR: the product of Householder reflectors
+/* linalg.c — the dense linear algebra parametrizations.orthogonal needs:
+ * NK_KERNEL_ORGQR (below) and NK_KERNEL_LU (getrf/getrs, at the end of the
+ * file, with its own notes; linalg.solve/inv/det/slogdet and the "cayley"
+ * map).  matrix_exp needs no kernel: ops_linalg.cpp builds it from matmul.
+ *
+ * NK_KERNEL_ORGQR: the product of Householder reflectors
  * (torch.linalg.householder_product / orgqr), so that
  * torch.nn.utils.parametrizations.orthogonal's "householder" map and
  * ATen's householder_product_backward run on the device.
