@@ -97,6 +97,8 @@ typedef enum nk_kernel_id {
   NK_KERNEL_AMP_UPDATE_SCALE, /* GradScaler: scale, growth tracker <- f(found_inf) */
 
   /* long tail */
+  NK_KERNEL_ORGQR, /* Q <- product of Householder reflectors (householder_product) */
+  NK_KERNEL_LU,    /* LU factorisation with partial pivoting, and solves with it (nk_lu_op) */
   NK_KERNEL_TAIL_POINTWISE, /* glu, prelu, renorm factor, frexp, cross (nk_tail_op) */
   NK_KERNEL_UNFOLD_BACKWARD, /* grad_input <- sum of unfold's windows over it */
   NK_KERNEL_HISTOGRAM,       /* hist <- (weighted) counts of input rows in bins  */
@@ -1093,6 +1095,29 @@ typedef struct nk_amp_update_scale_params {
 } nk_amp_update_scale_params;
 
 /* ---- long tail ---- */
+/* NK_KERNEL_ORGQR (no params): LAPACK's orgqr, unblocked.  Operands [0] a
+ * (..., m, n), read and written in place, any strides; [1] tau (..., k),
+ * the same batch dims; one floating dtype (float32 or float64), m >= n >= k.
+ * On entry column j < k of each matrix holds, below its diagonal, the
+ * Householder vector v_j (v_j[j] = 1 implied, v_j[< j] = 0); on exit the
+ * matrix is the first n columns of H_0 H_1 ... H_{k-1}, H_j = I - tau_j v_j
+ * v_j^T (torch.linalg.householder_product).  Math in the dtype (dot
+ * products accumulated in double for float32), one matrix per thread. */
+/* NK_KERNEL_LU: LAPACK's getrf / getrs, unblocked, float32 or float64 (one
+ * dtype; pivots and info int32), any strides, one matrix per thread:
+ *   FACTOR: [0] a (..., m, n) in place <- L (unit, below the diagonal) and U;
+ *     [1] pivots (..., min(m, n)) <- 1-based row swapped with each row (row
+ *     j itself without pivoting); [2] info (...) <- 0, or j + 1 for the first
+ *     exactly zero U[j, j] (the factorisation still completes).
+ *   SOLVE / SOLVE_TRANSPOSE: [0] x (..., n, r) in place: B on entry, A^-1 B
+ *     (A^-T B) on exit, A = P L U given by [1] lu (..., n, n) and [2] pivots
+ *     (..., n) with x's batch dims (broadcast ones have stride 0); a pivot
+ *     outside [1, n] is an error. */
+typedef enum nk_lu_op { NK_LU_FACTOR = 0, NK_LU_SOLVE, NK_LU_SOLVE_TRANSPOSE, NK_LU_OP_COUNT } nk_lu_op;
+typedef struct nk_lu_params {
+  int32_t op;    /* nk_lu_op */
+  int32_t pivot; /* FACTOR: partial pivoting (else none) */
+} nk_lu_params;
 typedef enum nk_tail_op {
   NK_TAIL_GLU = 0,        /* [0] out <- a * sigmoid(b); [1] a, [2] b            */
   NK_TAIL_GLU_BACKWARD,   /* [0] gA <- s*g, [1] gB <- (1-s)*s*a*g, s = sigmoid(b);
@@ -1140,7 +1165,12 @@ typedef struct nk_unfold_backward_params {
 typedef enum nk_histogram_algorithm {
   NK_HISTOGRAM_LINEAR = 0,
   NK_HISTOGRAM_LINEAR_LOCAL_SEARCH,
-  NK_HISTOGRAM_BINARY_SEARCH
+  NK_HISTOGRAM_BINARY_SEARCH,
+  /* histc on integers, CUDA's rule: input an integer dtype, hist any dtype
+   * (counts wrap to it), edges 2 int64 values lo < hi, n_edges[0] = bins + 1;
+   * lo <= x <= hi counts in bin (x - lo) * bins / (hi - lo) (exact integer
+   * arithmetic), bin == bins going to the last bin. */
+  NK_HISTOGRAM_INTEGER
 } nk_histogram_algorithm;
 typedef struct nk_histogram_params {
   int32_t algorithm; /* nk_histogram_algorithm */

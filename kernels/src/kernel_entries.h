@@ -65,6 +65,8 @@ int nk_fused_optim_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 int nk_amp_update_scale_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 
 /* long tail */
+int nk_orgqr_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
+int nk_lu_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 int nk_tail_pointwise_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 int nk_unfold_backward_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 int nk_histogram_kernel(const nrt_task *task, nrt_exec_ctx *ctx);

@@ -68,6 +68,8 @@ static const struct {
     {NK_KERNEL_AMP_UPDATE_SCALE, "amp_update_scale", nk_amp_update_scale_kernel},
 
     /* long tail */
+    {NK_KERNEL_ORGQR, "orgqr", nk_orgqr_kernel},
+    {NK_KERNEL_LU, "lu", nk_lu_kernel},
     {NK_KERNEL_TAIL_POINTWISE, "tail_pointwise", nk_tail_pointwise_kernel},
     {NK_KERNEL_UNFOLD_BACKWARD, "unfold_backward", nk_unfold_backward_kernel},
     {NK_KERNEL_HISTOGRAM, "histogram", nk_histogram_kernel},
@@ -141,6 +143,7 @@ NK_PARAMS_FIT(nk_optim_params);
 NK_PARAMS_FIT(nk_amp_update_scale_params);
 
 /* long tail */
+NK_PARAMS_FIT(nk_lu_params);
 NK_PARAMS_FIT(nk_tail_pointwise_params);
 NK_PARAMS_FIT(nk_unfold_backward_params);
 NK_PARAMS_FIT(nk_histogram_params);

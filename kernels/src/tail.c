@@ -25,7 +25,11 @@
  * step rounded) so edge cases land in the CPU's bin; counts and weights sum
  * in double per fixed chunk of rows and the chunks are added in order (the
  * CPU sums per-thread histograms in the input dtype, so its float16/bfloat16
- * results above 256 per bin lose precision where ours do not).
+ * results above 256 per bin lose precision where ours do not).  Its
+ * INTEGER mode is histc on integer dtypes, which only CUDA's histc has
+ * (ATen's CPU one is floating-only): CUDA's bin formula in exact integer
+ * arithmetic, counts stored in the input's dtype (wrapping, like CUDA's
+ * atomic adds); the glue does CUDA's range checks and min == max rules.
  *
  * NK_KERNEL_LOGSPACE computes pow(base, exponent) in double with ATen's
  * two-sided exponent formula; the glue derives start/end/step in the
@@ -353,6 +357,18 @@ static int64_t hist_bin(const hist_job *j, int d, double x) {
   return pos;
 }
 
+/* NK_HISTOGRAM_INTEGER: histc on integers as CUDA's kernel, bin
+ * (x - lo) * bins / (hi - lo), here in 128-bit arithmetic so that no value
+ * of any integer dtype overflows (CUDA's int64 product can). */
+static int64_t hist_bin_integer(const hist_job *j, int64_t x) {
+  const nrt_operand *e = j->edges;
+  const int64_t lo = nk_load_i64(NRT_INT64, e->data), hi = nk_load_i64(NRT_INT64, (const char *)e->data + e->strides[0]);
+  if (x < lo || x > hi) return -1;
+  const int64_t bins = j->p->n_edges[0] - 1;
+  const __int128 q = ((__int128)x - lo) * bins / ((__int128)hi - lo);
+  return q >= bins ? bins - 1 : (int64_t)q;
+}
+
 static void hist_range(void *arg, int64_t begin, int64_t end, int worker) {
   (void)worker;
   const hist_job *j = arg;
@@ -362,6 +378,13 @@ static void hist_range(void *arg, int64_t begin, int64_t end, int worker) {
     double *h = j->scratch + c * j->hist_numel;
     const int64_t r0 = c * j->rows_per_chunk;
     const int64_t r1 = r0 + j->rows_per_chunk < j->n ? r0 + j->rows_per_chunk : j->n;
+    if (j->p->algorithm == NK_HISTOGRAM_INTEGER) {
+      for (int64_t r = r0; r < r1; r++) {
+        int64_t b = hist_bin_integer(j, nk_load_i64(ti, (const char *)j->in->data + r * j->in->strides[0]));
+        if (b >= 0) h[b] += 1.0;
+      }
+      continue;
+    }
     for (int64_t r = r0; r < r1; r++) {
       int64_t flat = 0;
       int skip = 0;
@@ -389,13 +412,26 @@ int nk_histogram_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
   const nrt_operand *hist = &task->operands[0], *in = &task->operands[1], *edges = &task->operands[2];
   const nrt_operand *weight = task->n_operands == 4 ? &task->operands[3] : NULL;
   const int D = p->dims;
-  if (p->algorithm < 0 || p->algorithm > NK_HISTOGRAM_BINARY_SEARCH || D < 1 || D > NK_HISTOGRAM_MAX_DIMS ||
+  if (p->algorithm < 0 || p->algorithm > NK_HISTOGRAM_INTEGER || D < 1 || D > NK_HISTOGRAM_MAX_DIMS ||
       hist->ndim != D || in->ndim != 2 || in->sizes[1] != D || edges->ndim != 1) {
     nrt_exec_fail(ctx, "histogram: bad shapes (dims %d, hist %d-d, input %d-d)", D, (int)hist->ndim, (int)in->ndim);
     return -1;
   }
-  if (!nk_dtype_is_floating((nrt_dtype)in->dtype) || edges->dtype != in->dtype ||
-      (weight && weight->dtype != in->dtype)) {
+  const int integer = p->algorithm == NK_HISTOGRAM_INTEGER;
+  if (integer) {
+    if (D != 1 || weight || edges->dtype != NRT_INT64 || edges->sizes[0] != 2 ||
+        nk_dtype_is_floating((nrt_dtype)in->dtype) || in->dtype == NRT_BOOL) {
+      nrt_exec_fail(ctx, "histogram: the integer mode takes 1-d integer input, no weight and 2 int64 edges");
+      return -1;
+    }
+    const int64_t lo = nk_load_i64(NRT_INT64, edges->data);
+    const int64_t hi = nk_load_i64(NRT_INT64, (const char *)edges->data + edges->strides[0]);
+    if (!(lo < hi)) {
+      nrt_exec_fail(ctx, "histogram: range [%lld, %lld] is empty", (long long)lo, (long long)hi);
+      return -1;
+    }
+  } else if (!nk_dtype_is_floating((nrt_dtype)in->dtype) || edges->dtype != in->dtype ||
+             (weight && weight->dtype != in->dtype)) {
     nrt_exec_fail(ctx, "histogram: input, edges and weight must share one floating dtype");
     return -1;
   }
@@ -416,7 +452,7 @@ int nk_histogram_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
     j.edge_off[d] = total;
     total += p->n_edges[d];
   }
-  if (total != edges->sizes[0]) {
+  if (!integer && total != edges->sizes[0]) {
     nrt_exec_fail(ctx, "histogram: %lld edges given, %lld expected", (long long)edges->sizes[0], (long long)total);
     return -1;
   }
@@ -454,7 +490,8 @@ int nk_histogram_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
       off += (rem % hist->sizes[d]) * hist->strides[d];
       rem /= hist->sizes[d];
     }
-    nk_store_f64(th, (char *)hist->data + off, s);
+    if (nk_dtype_is_floating(th)) nk_store_f64(th, (char *)hist->data + off, s);
+    else nk_store_i64(th, (char *)hist->data + off, (int64_t)s); /* counts wrap, as CUDA's adds */
   }
   free(j.scratch);
   return 0;

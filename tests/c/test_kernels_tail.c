@@ -430,6 +430,86 @@ static void test_histogram(void) {
   tk_free(pb); tk_free(eb); tk_free(hb);
 }
 
+/* histc on integers (NK_HISTOGRAM_INTEGER): CUDA's bin formula, counts in
+ * the hist dtype (wrapping), values at int64's ends, strided input. */
+static int check_histogram_integer(nrt_dtype dt, nrt_dtype ht, int64_t n, int64_t bins, int64_t lo, int64_t hi,
+                                   const int64_t *fixed, int nfixed) {
+  const int64_t es = tk_size(dt), hs = tk_size(ht);
+  int64_t in_sizes[2] = {n, 1}, in_strides[2] = {2, 1};
+  char *ib = tk_alloc((size_t)(2 * n * es) + 8);
+  int64_t *eb = tk_alloc(16);
+  char *hb = tk_alloc((size_t)(bins * hs));
+  int64_t *ref = calloc((size_t)bins, sizeof *ref);
+  eb[0] = lo;
+  eb[1] = hi;
+  for (int64_t i = 0; i < n; i++) {
+    tk_value v = {1, i < nfixed ? fixed[i] : (int64_t)(tk_rand() % 200) - 100, 0};
+    tk_put(dt, ib + 2 * i * es, v);
+    const char *at = ib + 2 * i * es; /* the value as stored (wrapped to dt) */
+    int64_t x = dt == NRT_UINT8 ? *(const uint8_t *)at : dt == NRT_INT8 ? *(const int8_t *)at
+              : dt == NRT_INT16 ? *(const int16_t *)at : dt == NRT_INT32 ? *(const int32_t *)at
+              : *(const int64_t *)at;
+    if (x >= lo && x <= hi) {
+      __int128 b = ((__int128)x - lo) * bins / ((__int128)hi - lo);
+      ref[b >= bins ? bins - 1 : (int64_t)b]++;
+    }
+  }
+  nrt_operand ops[3] = {tk_operand(hb, ht, 1, &bins, NULL), tk_operand(ib, dt, 2, in_sizes, in_strides),
+                        tk_vector(eb, NRT_INT64, 2)};
+  nk_histogram_params p = {.algorithm = NK_HISTOGRAM_INTEGER, .dims = 1};
+  p.n_edges[0] = bins + 1;
+  nrt_task t = tk_task(NK_KERNEL_HISTOGRAM, 3, ops, &p, sizeof p);
+  int ok = tk_run(&t) == NRT_SUCCESS;
+  for (int64_t k = 0; ok && k < bins; k++) {
+    tk_value want = {1, ref[k], (double)ref[k]};
+    if (tk_raw(ht, hb + k * hs) != tk_expected(want, ht)) {
+      fprintf(stderr, "  histc %s bin %lld: got raw %llu want %lld\n", tk_dtype_names[dt], (long long)k,
+              (unsigned long long)tk_raw(ht, hb + k * hs), (long long)ref[k]);
+      ok = 0;
+    }
+  }
+  free(ref);
+  tk_free(ib); tk_free(eb); tk_free(hb);
+  return ok;
+}
+
+static void test_histogram_integer(void) {
+  CHECK(check_histogram_integer(NRT_INT32, NRT_INT32, 500, 8, -10, 50, NULL, 0));
+  CHECK(check_histogram_integer(NRT_INT64, NRT_INT64, 9000, 7, -100, 99, NULL, 0)); /* several chunks */
+  CHECK(check_histogram_integer(NRT_INT16, NRT_INT16, 100, 1, 0, 1, NULL, 0));
+  CHECK(check_histogram_integer(NRT_UINT8, NRT_UINT8, 300, 3, 0, 255, NULL, 0));
+  CHECK(check_histogram_integer(NRT_INT8, NRT_INT8, 400, 2, -100, 100, NULL, 0)); /* counts wrap in int8 */
+  CHECK(check_histogram_integer(NRT_INT32, NRT_FLOAT32, 50, 4, 0, 3, NULL, 0));
+  CHECK(check_histogram_integer(NRT_INT32, NRT_INT32, 0, 4, -1, 1, NULL, 0)); /* empty input */
+  const int64_t ends[4] = {INT64_MIN, -1, 0, INT64_MAX};
+  CHECK(check_histogram_integer(NRT_INT64, NRT_INT64, 4, 4, INT64_MIN, INT64_MAX, ends, 4)); /* no overflow */
+  /* validation: empty range, floating input, a weight, wrong edges */
+  int32_t *ib = tk_alloc(16);
+  int64_t *eb = tk_alloc(32), *hb = tk_alloc(32);
+  int64_t in_sizes[2] = {4, 1}, bins = 4;
+  eb[0] = 3;
+  eb[1] = 3;
+  nrt_operand ops[4] = {tk_operand(hb, NRT_INT64, 1, &bins, NULL), tk_operand(ib, NRT_INT32, 2, in_sizes, NULL),
+                        tk_vector(eb, NRT_INT64, 2), tk_vector(eb, NRT_INT64, 4)};
+  nk_histogram_params p = {.algorithm = NK_HISTOGRAM_INTEGER, .dims = 1};
+  p.n_edges[0] = bins + 1;
+  nrt_task t = tk_task(NK_KERNEL_HISTOGRAM, 3, ops, &p, sizeof p);
+  CHECK(tk_fails_with(&t, "is empty"));
+  eb[1] = 4;
+  t = tk_task(NK_KERNEL_HISTOGRAM, 3, ops, &p, sizeof p);
+  CHECK_OK(tk_run(&t));
+  t = tk_task(NK_KERNEL_HISTOGRAM, 4, ops, &p, sizeof p);
+  CHECK(tk_fails_with(&t, "integer mode"));
+  ops[1].dtype = NRT_FLOAT32;
+  t = tk_task(NK_KERNEL_HISTOGRAM, 3, ops, &p, sizeof p);
+  CHECK(tk_fails_with(&t, "integer mode"));
+  ops[1].dtype = NRT_INT32;
+  ops[2] = tk_vector(eb, NRT_INT64, 3);
+  t = tk_task(NK_KERNEL_HISTOGRAM, 3, ops, &p, sizeof p);
+  CHECK(tk_fails_with(&t, "integer mode"));
+  tk_free(ib); tk_free(eb); tk_free(hb);
+}
+
 /* ------------------------------------------------------------- logspace */
 
 static void test_logspace(void) {
@@ -822,6 +902,7 @@ static void tests(void) {
   test_unfold_backward();
   test_nanmedian();
   test_histogram();
+  test_histogram_integer();
   test_logspace();
   test_dist();
   test_embedding_bag();

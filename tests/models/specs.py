@@ -276,11 +276,5 @@ assert len(BY_NAME) == len(MODELS), "duplicate model names"
 # Models that do not match the CPU, with the reason (the one place they are
 # listed; tests/models/test_models.py marks them as strict xfails).
 XFAIL = {
-    "mixtral": "torch.histc on int32: transformers' default MoE path (grouped_mm experts) counts "
-               "tokens per expert with histc on an int32 tensor on every device but cpu/mps, "
-               "because CUDA's histc takes integers; neuron's histc (ops_tail) is ATen's CPU "
-               "function histogram_histc, floating dtypes only, and raises the CPU's "
-               "NotImplementedError \"histogram_cpu\" not implemented for 'Int' (natively: no "
-               "fallback is counted).  Needs integer inputs in neuron's histc, as CUDA's.  "
-               "_grouped_mm itself is native; qwen2_moe runs the eager experts.",
+    # mixtral was here (histc on int32): neuron's histc takes integers, as CUDA's
 }

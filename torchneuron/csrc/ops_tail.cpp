@@ -678,6 +678,62 @@ Tensor embedding_bag_psw_backward(const Tensor& grad, const Tensor& weight, cons
   return out;
 }
 
+// histc: floating dtypes are ATen's CPU function (its checks, its bin
+// formula, through histogramdd_linear_stub).  Integer dtypes are CUDA's
+// (_histc_cuda: ATen's CPU histc is floating-only, and transformers' MoE
+// layers count tokens per expert with histc on int32 everywhere but
+// cpu/mps): bounds converted to int64, min == max takes the data's range,
+// an empty range widens by one each side, the counts have the input's dtype;
+// NK_KERNEL_HISTOGRAM's INTEGER mode counts.
+using HistcShared = structured::Shared<&at::native::histogram_histc>;
+using HistcOutShared = structured::Shared<&at::native::histogram_histc_out>;
+
+Tensor histc_integer(const Tensor& self, int64_t bins, const c10::Scalar& min, const c10::Scalar& max) {
+  TORCH_CHECK_NOT_IMPLEMENTED(self.scalar_type() != at::kBool, "\"histc\" not implemented for 'Bool'");
+  TORCH_CHECK(bins > 0, "bins must be > 0");
+  Tensor out = at::zeros({bins}, self.options());
+  int64_t lo = min.to<int64_t>(), hi = max.to<int64_t>();
+  if (lo == hi && self.numel() > 0) {
+    auto [mn, mx] = at::aminmax(self);
+    lo = mn.to(at::kLong).item<int64_t>();
+    hi = mx.to(at::kLong).item<int64_t>();
+  }
+  if (lo == hi) {  // wraps like CUDA's int64 arithmetic, without UB
+    lo = static_cast<int64_t>(static_cast<uint64_t>(lo) - 1);
+    hi = static_cast<int64_t>(static_cast<uint64_t>(hi) + 1);
+  }
+  TORCH_CHECK(lo < hi, "max must be larger than min");
+  if (self.numel() == 0) return out;
+  Tensor edges = at::tensor({lo, hi}, at::TensorOptions().dtype(at::kLong)).to(self.device());
+  Tensor in = self.reshape({-1, 1});
+  const char* name = "aten::histc";
+  Task task(NK_KERNEL_HISTOGRAM, name, 3);
+  describe_or_fail(out, task.operand(0), name);
+  describe_or_fail(in, task.operand(1), name);
+  describe_or_fail(edges, task.operand(2), name);
+  auto* p = task.params<nk_histogram_params>();
+  p->algorithm = NK_HISTOGRAM_INTEGER;
+  p->dims = 1;
+  p->n_edges[0] = bins + 1;
+  launch(self.device().index(), task);
+  return out;
+}
+
+Tensor histc(const Tensor& self, int64_t bins, const c10::Scalar& min, const c10::Scalar& max) {
+  if (c10::isIntegralType(self.scalar_type(), /*includeBool=*/true)) return histc_integer(self, bins, min, max);
+  return HistcShared::call(self, bins, min, max);
+}
+
+Tensor& histc_out(const Tensor& self, int64_t bins, const c10::Scalar& min, const c10::Scalar& max, Tensor& out) {
+  if (!c10::isIntegralType(self.scalar_type(), /*includeBool=*/true)) {
+    return HistcOutShared::call(self, bins, min, max, out);
+  }
+  Tensor r = histc_integer(self, bins, min, max);
+  at::native::resize_output(out, r.sizes());
+  out.copy_(r);
+  return out;
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -722,8 +778,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   st::Shared<&at::native::_pdist_forward>::register_op(m, "_pdist_forward");
   st::Shared<&at::native::_pdist_backward>::register_op(m, "_pdist_backward");
   // the histogram family: ATen's CPU functions reach only the three stubs
-  st::Shared<&at::native::histogram_histc>::register_op(m, "histc");
-  st::Shared<&at::native::histogram_histc_out>::register_op(m, "histc.out");
+  HistcShared::name().emplace("histc");  // its CPU fallback's schema
+  HistcOutShared::name().emplace("histc.out");
+  m.impl("histc", TORCH_FN(histc));
+  m.impl("histc.out", TORCH_FN(histc_out));
   using HistBins = std::tuple<Tensor, Tensor> (*)(const Tensor&, const Tensor&, const std::optional<Tensor>&, bool);
   using HistCt = std::tuple<Tensor, Tensor> (*)(const Tensor&, int64_t, std::optional<at::ArrayRef<double>>,
                                                 const std::optional<Tensor>&, bool);

@@ -16,12 +16,8 @@
 // Weight norm (_weight_norm_interface and its backward) is in
 // ops_models.cpp, built from ATen's own composite pieces.
 //
-// Not here: linalg_matrix_exp (parametrizations.orthogonal of a square
-// weight) still falls back.  ATen's one CPU/CUDA function cannot simply be
-// registered: it moves its from_blob coefficient tables to the device only
-// for cuda and calls at::native::_compute_linear_combination directly, so on
-// neuron it mixes devices.  It needs its own glue (Bader et al.'s degree
-// selection and scaling-and-squaring from native matmuls).
+// parametrizations.orthogonal's linalg_matrix_exp and
+// linalg_householder_product are in ops_linalg.cpp.
 #include <ATen/core/Tensor.h>
 #include <c10/core/DispatchKeySet.h>
 #include <c10/core/ScalarType.h>
