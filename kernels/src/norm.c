@@ -62,7 +62,7 @@
 #undef NR_NAME
 
 static const nk_norm_f32_fns portable_f32 = {pf_sum, pf_sumsq, pf_dsums, pf_apply, pf_dx, pf_colsums,
-                                           pf_msum,  pf_msumsq, pf_mdsums};
+                                           pf_msum,  pf_msumsq, pf_mdsums, pf_mapply, pf_mdx};
 
 static const nk_norm_f32_fns *pick_f32(void) {
   switch (nk_cpu_isa()) {

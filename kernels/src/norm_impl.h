@@ -266,6 +266,11 @@ static void NI(unit_apply)(norm_plan *p, int64_t c, int64_t n0, int64_t rows, co
                            const double *ab, NI_T *out) {
   const nrt_operand *y = &p->o[0];
   const int64_t S = p->S;
+  if (!NI(chan_buffered)(y)) { /* NI_T planes: all runs in one call */
+    NI_F(mapply)((NI_T *)((char *)y->data + n0 * y->strides[0] + c * y->strides[1]),
+                 y->strides[0] / (int64_t)sizeof(NI_T), x, ld, rows, S, (NI_T)ab[0], (NI_T)ab[1]);
+    return;
+  }
   for (int64_t r = 0; r < rows; r++) {
     char *yp = (char *)y->data + (n0 + r) * y->strides[0] + c * y->strides[1];
     NI_T *yr = NI(run_out)((nrt_dtype)y->dtype, yp, y->strides[2], S, out);
@@ -395,6 +400,12 @@ static void NI(unit_dx)(norm_plan *p, int64_t c, int64_t n0, int64_t rows, const
                         const NI_T *x, int64_t ldx, const double *k3, NI_T *out) {
   const nrt_operand *dxo = &p->o[0];
   const int64_t S = p->S;
+  if (!NI(chan_buffered)(dxo)) { /* NI_T planes: all runs in one call */
+    NI_F(mdx)((NI_T *)((char *)dxo->data + n0 * dxo->strides[0] + c * dxo->strides[1]),
+              dxo->strides[0] / (int64_t)sizeof(NI_T), dy, lddy, x, ldx, rows, S, (NI_T)k3[0],
+              (NI_T)k3[1], (NI_T)k3[2]);
+    return;
+  }
   for (int64_t r = 0; r < rows; r++) {
     char *dxp = (char *)dxo->data + (n0 + r) * dxo->strides[0] + c * dxo->strides[1];
     NI_T *dxr = NI(run_out)((nrt_dtype)dxo->dtype, dxp, dxo->strides[2], S, out);

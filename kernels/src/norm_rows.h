@@ -293,3 +293,25 @@ static void NR_NAME(mdsums)(const NR_T *dy, int64_t lddy, const NR_T *x, int64_t
   *s1 += a;
   *s2 += b;
 }
+
+/* y = x * scale + shift over rows runs (y's at y + r * ldy, x's at x + r * ldx) */
+static void NR_NAME(mapply)(NR_T *y, int64_t ldy, const NR_T *x, int64_t ldx, int64_t rows, int64_t n,
+                            NR_T scale, NR_T shift) {
+  if (ldy == n && ldx == n) n *= rows, rows = 1;
+  for (int64_t r = 0; r < rows; r++) {
+    NR_T *yr = y + r * ldy;
+    const NR_T *xr = x + r * ldx;
+    for (int64_t i = 0; i < n; i++) yr[i] = xr[i] * scale + shift;
+  }
+}
+
+/* dx = a * dy + b * x + c over rows runs (each operand with its own ld) */
+static void NR_NAME(mdx)(NR_T *dx, int64_t lddx, const NR_T *dy, int64_t lddy, const NR_T *x,
+                         int64_t ldx, int64_t rows, int64_t n, NR_T a, NR_T b, NR_T c) {
+  if (lddx == n && lddy == n && ldx == n) n *= rows, rows = 1;
+  for (int64_t r = 0; r < rows; r++) {
+    NR_T *o = dx + r * lddx;
+    const NR_T *g = dy + r * lddy, *xr = x + r * ldx;
+    for (int64_t i = 0; i < n; i++) o[i] = a * g[i] + b * xr[i] + c;
+  }
+}
