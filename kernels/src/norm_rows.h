@@ -169,7 +169,7 @@ static void NR_NAME(colsums)(double *gw, double *gb, const NR_T *dy, const NR_T 
  * as much as the data.  Lane k takes elements k, k + NR_LANES, ... of each
  * run in turn; a run's last n % NR_LANES elements go to tail lanes t[0..]
  * (double, in memory), added to lane k at the fold.  Products accumulate in
- * NR_T lanes for at most NR_BLOCK elements of a run, then go to the double
+ * NR_T lanes for NR_BLOCK elements (across runs), then go to the double
  * lanes, so long runs lose no more than short ones.  Adjacent runs (ld ==
  * n) are one run.  Every order is fixed by (rows, ld, n) alone. */
 #ifndef NR_BLOCK
@@ -230,25 +230,35 @@ static double NR_NAME(msumsq)(const NR_T *x, int64_t rows, int64_t ld, int64_t n
   double t[NR_LANES] = {0};
   NR_SPLAT(mv, m);
   const int64_t nv = n - n % NR_LANES;
+  NR_NAME(vec) acc = {0};
+  int64_t pending = 0; /* elements in acc since its last flush */
   for (int64_t r = 0; r < rows; r++) {
     const NR_T *xr = x + r * ld;
-    for (int64_t i0 = 0; i0 < nv; i0 += NR_BLOCK) {
-      const int64_t i1 = nv - i0 < NR_BLOCK ? nv : i0 + NR_BLOCK;
-      NR_NAME(vec) acc = {0};
+    for (int64_t i0 = 0; i0 < nv;) {
+      const int64_t i1 = nv - i0 < NR_BLOCK - pending ? nv : i0 + (NR_BLOCK - pending);
       for (int64_t i = i0; i < i1; i += NR_LANES) {
         NR_LOAD(v, xr + i);
         const NR_NAME(vec) d = v - mv;
         acc += d * d;
       }
-      NR_HALVES(hl, hh, acc);
-      lo += __builtin_convertvector(hl, NR_NAME(dhvec));
-      hi += __builtin_convertvector(hh, NR_NAME(dhvec));
+      pending += i1 - i0;
+      i0 = i1;
+      if (pending == NR_BLOCK) {
+        NR_HALVES(hl, hh, acc);
+        lo += __builtin_convertvector(hl, NR_NAME(dhvec));
+        hi += __builtin_convertvector(hh, NR_NAME(dhvec));
+        acc = (NR_NAME(vec)){0};
+        pending = 0;
+      }
     }
     for (int64_t i = nv, k = 0; i < n; i++, k++) {
       const NR_T d = xr[i] - m;
       t[k] += (double)(d * d);
     }
   }
+  NR_HALVES(hl, hh, acc);
+  lo += __builtin_convertvector(hl, NR_NAME(dhvec));
+  hi += __builtin_convertvector(hh, NR_NAME(dhvec));
   double s;
   NR_FOLD2(s, lo, hi, t);
   return s;
@@ -264,29 +274,42 @@ static void NR_NAME(mdsums)(const NR_T *dy, int64_t lddy, const NR_T *x, int64_t
   double t1[NR_LANES] = {0}, t2[NR_LANES] = {0};
   NR_SPLAT(mv, m);
   const int64_t nv = n - n % NR_LANES;
+  NR_NAME(vec) a1 = {0}, a2 = {0};
+  int64_t pending = 0; /* elements in a1, a2 since their last flush */
+#define NR_FLUSH_D()                                      \
+  do {                                                    \
+    NR_HALVES(hl, hh, a1);                                \
+    lo1 += __builtin_convertvector(hl, NR_NAME(dhvec));   \
+    hi1 += __builtin_convertvector(hh, NR_NAME(dhvec));   \
+    NR_HALVES(hl, hh, a2);                                \
+    lo2 += __builtin_convertvector(hl, NR_NAME(dhvec));   \
+    hi2 += __builtin_convertvector(hh, NR_NAME(dhvec));   \
+  } while (0)
   for (int64_t r = 0; r < rows; r++) {
     const NR_T *xr = x + r * ldx, *dr = dy + r * lddy;
-    for (int64_t i0 = 0; i0 < nv; i0 += NR_BLOCK) {
-      const int64_t i1 = nv - i0 < NR_BLOCK ? nv : i0 + NR_BLOCK;
-      NR_NAME(vec) a1 = {0}, a2 = {0};
+    for (int64_t i0 = 0; i0 < nv;) {
+      const int64_t i1 = nv - i0 < NR_BLOCK - pending ? nv : i0 + (NR_BLOCK - pending);
       for (int64_t i = i0; i < i1; i += NR_LANES) {
         NR_LOAD(vd, dr + i);
         NR_LOAD(vx, xr + i);
         a1 += vd;
         a2 += vd * (vx - mv);
       }
-      NR_HALVES(hl, hh, a1);
-      lo1 += __builtin_convertvector(hl, NR_NAME(dhvec));
-      hi1 += __builtin_convertvector(hh, NR_NAME(dhvec));
-      NR_HALVES(hl, hh, a2);
-      lo2 += __builtin_convertvector(hl, NR_NAME(dhvec));
-      hi2 += __builtin_convertvector(hh, NR_NAME(dhvec));
+      pending += i1 - i0;
+      i0 = i1;
+      if (pending == NR_BLOCK) {
+        NR_FLUSH_D();
+        a1 = a2 = (NR_NAME(vec)){0};
+        pending = 0;
+      }
     }
     for (int64_t i = nv, k = 0; i < n; i++, k++) {
       t1[k] += (double)dr[i];
       t2[k] += (double)(dr[i] * (xr[i] - m));
     }
   }
+  NR_FLUSH_D();
+#undef NR_FLUSH_D
   double a, b;
   NR_FOLD2(a, lo1, hi1, t1);
   NR_FOLD2(b, lo2, hi2, t2);
