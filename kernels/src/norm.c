@@ -16,9 +16,24 @@
  *    in float64, as ATen's CPU; mean/rstd/invstd are stored in their
  *    operand's dtype (float32 for mixed 16-bit input + float32 weight).
  *  - Work splits over rows (forward, dx), over column blocks with rows in
- *    order (layer/rms dweight, dbias) and over channels (batch norm), so
- *    every result is computed by one fixed sequence whatever the number of
- *    threads.  Group norm's dweight/dbias come from per (n, c) sums saved
+ *    order (layer/rms dweight, dbias) and over batch-norm units, so every
+ *    result is computed by one fixed sequence whatever the number of
+ *    threads.
+ *  - Batch norm (convolutional training: planes of 49..3136 elements) works
+ *    on units of (channel, chunk of samples).  The unit's sums run their 16
+ *    lanes across all its planes and fold once (norm_rows.h's msum, msumsq,
+ *    mdsums; a fold per plane had cost as much as the data), and its apply
+ *    / dx pass is one call over all its planes.  Statistics stay two-pass
+ *    (mean, then squared deviations from it), over the unit while it is in
+ *    cache, like ATen's CPU kernel (which is two-pass too, in double).
+ *    chunk_plan picks the chunks from the shape alone: one per channel
+ *    unless a channel has over NORM_CH_MAX elements or there are fewer than
+ *    NORM_CH_UNITS channels; one chunk per channel runs everything of a
+ *    channel in one parallel pass; with more, a first pass computes each
+ *    unit's (mean, M2) or (sum dy, sum dy * (x - mean)), the channel
+ *    combines its units in chunk order (Chan's pairwise update for the
+ *    variance), and a second pass applies.  16-bit planes are widened
+ *    once per unit (half_rows.h) and used by both passes.  Group norm's dweight/dbias come from per (n, c) sums saved
  *    by the row pass, added over n in order (as ATen does).
  *  - Backward uses the centred sums (sum dy*w and sum dy*w*(x - mean)),
  *    which loses less than ATen's sum dy*w*x - mean * sum dy*w when the
