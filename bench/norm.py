@@ -22,7 +22,8 @@ bfloat16; group_norm (8, 64, 28, 28) g=32 likewise.  --threads N sets both
 pools to N threads (TORCHNEURON_NUM_THREADS and torch.set_num_threads) for
 single-thread cost; --only SUBSTR keeps the cases whose name contains it;
 --loop CASE --seconds S runs one case on neuron (or --loop-cpu on the CPU)
-in a loop, for perf record.
+in a loop, for perf record (--calls K: K calls, printing the process CPU
+time per call).
 Usage: python bench/norm.py [--repeats N] [--quick] [--conv] [--threads N] [--only S]
 """
 import argparse
