@@ -11,9 +11,28 @@ and write / time): forward reads x once and writes y once; backward reads x
 and dy and writes dx (weights and statistics are negligible).  The CPU copy
 bandwidth of the same run is printed for scale.  Same threads for both (the
 intra-op pool and the compute pool default to the core count).  Prints a
-table; asserts nothing.  Usage: python bench/norm.py [--repeats N] [--quick]
+table; asserts nothing.
+
+Convolutional shapes (--conv, or with the others unless --quick): batch_norm
+on the small ResNet of examples/train_cnn.py ((32, 16, 16, 16), (32, 32, 8,
+8)) and on ResNet-50-like layers ((8, 64, 56, 56), (8, 256, 14, 14), (8,
+512, 7, 7)), forward, forward+backward and the backward alone
+(native_batch_norm_backward with the saved statistics), float32 and
+bfloat16; group_norm (8, 64, 28, 28) g=32 likewise.  --threads N sets both
+pools to N threads (TORCHNEURON_NUM_THREADS and torch.set_num_threads) for
+single-thread cost; --only SUBSTR keeps the cases whose name contains it;
+--loop CASE --seconds S runs one case on neuron (or --loop-cpu on the CPU)
+in a loop, for perf record (--calls K: K calls, printing the process CPU
+time per call).
+Usage: python bench/norm.py [--repeats N] [--quick] [--conv] [--threads N] [--only S]
 """
 import argparse
+import os
+import sys
+import time
+
+if "--threads" in sys.argv:  # before torchneuron starts its pool
+    os.environ["TORCHNEURON_NUM_THREADS"] = sys.argv[sys.argv.index("--threads") + 1]
 
 import torch
 import torch.nn.functional as F
@@ -47,35 +66,61 @@ def rms_norm_case(shape, backward):
     return make
 
 
-def batch_norm_case(shape, backward):
+def batch_norm_case(shape, backward, dtype=torch.float32):
+    """backward: False (forward), True (forward+backward) or "only" (the
+    backward kernel alone, from the saved statistics)"""
     def make(device):
         g = torch.Generator().manual_seed(0)
         C = shape[1]
-        x = torch.randn(shape, generator=g).to(device).requires_grad_(backward)
-        w = torch.randn(C, generator=g).to(device).requires_grad_(backward)
-        b = torch.randn(C, generator=g).to(device).requires_grad_(backward)
-        rm, rv = torch.zeros(C, device=device), torch.ones(C, device=device)
-        dy = torch.randn(shape, generator=g).to(device)
+        x = torch.randn(shape, generator=g).to(device, dtype).requires_grad_(backward is True)
+        w = torch.randn(C, generator=g).to(device, dtype).requires_grad_(backward is True)
+        b = torch.randn(C, generator=g).to(device, dtype).requires_grad_(backward is True)
+        rm, rv = torch.zeros(C, device=device, dtype=dtype), torch.ones(C, device=device, dtype=dtype)
+        dy = torch.randn(shape, generator=g).to(device, dtype)
         f = lambda: F.batch_norm(x, rm, rv, w, b, training=True)  # noqa: E731
         if not backward:
             return f
+        if backward == "only":
+            _, mean, invstd = torch.ops.aten.native_batch_norm(x, w, b, rm, rv, True, 0.1, 1e-5)
+            return lambda: torch.ops.aten.native_batch_norm_backward(
+                dy, x, w, rm, rv, mean, invstd, True, 1e-5, [True, True, True])
         return lambda: torch.autograd.grad(f(), (x, w, b), dy)
     return make
 
 
-def group_norm_case(shape, groups, backward):
+def group_norm_case(shape, groups, backward, dtype=torch.float32):
     def make(device):
         g = torch.Generator().manual_seed(0)
         C = shape[1]
-        x = torch.randn(shape, generator=g).to(device).requires_grad_(backward)
-        w = torch.randn(C, generator=g).to(device).requires_grad_(backward)
-        b = torch.randn(C, generator=g).to(device).requires_grad_(backward)
-        dy = torch.randn(shape, generator=g).to(device)
+        x = torch.randn(shape, generator=g).to(device, dtype).requires_grad_(backward)
+        w = torch.randn(C, generator=g).to(device, dtype).requires_grad_(backward)
+        b = torch.randn(C, generator=g).to(device, dtype).requires_grad_(backward)
+        dy = torch.randn(shape, generator=g).to(device, dtype)
         f = lambda: F.group_norm(x, groups, w, b)  # noqa: E731
         if not backward:
             return f
         return lambda: torch.autograd.grad(f(), (x, w, b), dy)
     return make
+
+
+CONV_BN = [(32, 16, 16, 16), (32, 32, 8, 8), (8, 64, 56, 56), (8, 256, 14, 14), (8, 512, 7, 7)]
+
+
+def conv_cases():
+    out = []
+    for dtype, tag in ((torch.float32, "f32"), (torch.bfloat16, "bf16")):
+        for s in CONV_BN:
+            n = dtype.itemsize
+            for d in s:
+                n *= d
+            out.append((f"bn {tag} {s}", 2 * n, batch_norm_case(s, False, dtype)))
+            out.append((f"bn {tag} {s} bwd", 3 * n, batch_norm_case(s, "only", dtype)))
+            out.append((f"bn {tag} {s} fwd+bwd", 5 * n, batch_norm_case(s, True, dtype)))
+        s = (8, 64, 28, 28)
+        n = dtype.itemsize * 8 * 64 * 28 * 28
+        out.append((f"gn {tag} {s} g=32", 2 * n, group_norm_case(s, 32, False, dtype)))
+        out.append((f"gn {tag} {s} g=32 fwd+bwd", 5 * n, group_norm_case(s, 32, True, dtype)))
+    return out
 
 
 def cases(quick):
@@ -112,13 +157,46 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--quick", action="store_true", help="fewer, smaller cases, 3 repeats")
+    parser.add_argument("--conv", action="store_true", help="only the convolutional shapes")
+    parser.add_argument("--threads", type=int, help="threads of both pools")
+    parser.add_argument("--only", help="cases whose name contains this")
+    parser.add_argument("--loop", help="run the case of this exact name in a loop (perf record)")
+    parser.add_argument("--loop-cpu", action="store_true", help="--loop on the CPU")
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--calls", type=int, help="--loop: this many calls; prints the process CPU time per call")
     args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     repeats = 3 if args.quick else args.repeats
     cpu, neuron = torch.device("cpu"), torch.device("neuron")
+    todo = conv_cases() if args.conv else cases(args.quick) + ([] if args.quick else conv_cases())
+    if args.only:
+        todo = [c for c in todo if args.only in c[0]]
+    if args.loop:
+        dev = cpu if args.loop_cpu else neuron
+        fn = next(m for n, _, m in todo if n == args.loop)(dev)
+        end, k = time.perf_counter() + args.seconds, 0
+        if args.calls:
+            fn()
+            sync(dev)
+            t0 = time.process_time()
+            for _ in range(args.calls):
+                fn()
+            sync(dev)
+            print(f"{args.loop} {'cpu' if args.loop_cpu else 'neuron'}: "
+                  f"{(time.process_time() - t0) / args.calls * 1e6:.1f} us CPU time per call")
+            return
+        while time.perf_counter() < end:
+            for _ in range(10):
+                fn()
+            sync(dev)
+            k += 10
+        print(f"{k} calls")
+        return
     peak = copy_bandwidth(repeats)
-    print(f"float32, {torch.get_num_threads()} threads; CPU copy bandwidth {peak / 1e9:.1f} GB/s")
+    print(f"{torch.get_num_threads()} threads; CPU copy bandwidth {peak / 1e9:.1f} GB/s")
     print(f"{'case':<44} {'cpu ms':>8} {'neuron ms':>10} {'speed':>7} {'cpu GB/s':>9} {'neuron GB/s':>12}")
-    for name, nbytes, make in cases(args.quick):
+    for name, nbytes, make in todo:
         t_cpu = median_seconds(make(cpu), cpu, repeats)
         t_dev = median_seconds(make(neuron), neuron, repeats)
         print(f"{name:<44} {t_cpu * 1e3:>8.2f} {t_dev * 1e3:>10.2f} {t_cpu / t_dev:>6.2f}x "

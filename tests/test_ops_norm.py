@@ -363,3 +363,75 @@ def test_results_do_not_depend_on_layout_of_work():
     (g1,) = torch.autograd.grad(y1.sum(), w)
     (g2,) = torch.autograd.grad(y2.sum(), w)
     assert torch.equal(g1.cpu(), g2.cpu())
+
+
+_THREADS_SCRIPT = r"""
+import hashlib, sys, torch, torch.nn.functional as F
+import torchneuron  # noqa: F401
+h = hashlib.sha256()
+g = torch.Generator().manual_seed(0)
+# batch norm: one chunk per channel, chunked (few channels; > 65536 per
+# channel), short planes, channels_last, bfloat16; group and layer norm
+cases = [((32, 16, 16, 16), torch.float32, None), ((64, 2, 16, 16), torch.float32, None),
+         ((3, 2, 160, 160), torch.float32, None), ((10, 3, 50, 60), torch.bfloat16, None),
+         ((64, 6, 7, 7), torch.float32, torch.channels_last), ((300, 5, 3), torch.float32, None)]
+for shape, dt, fmt in cases:
+    x = (torch.randn(shape, generator=g) * 3 + 2).to(dt)
+    dy = torch.randn(shape, generator=g).to(dt)
+    if fmt is not None:
+        x, dy = x.contiguous(memory_format=fmt), dy.contiguous(memory_format=fmt)
+    C = shape[1]
+    w, b = torch.randn(C, generator=g).to(dt), torch.randn(C, generator=g).to(dt)
+    xd, wd, bd = (t.to("neuron").requires_grad_() for t in (x, w, b))
+    rm, rv = torch.zeros(C, device="neuron", dtype=dt), torch.ones(C, device="neuron", dtype=dt)
+    y = F.batch_norm(xd, rm, rv, wd, bd, training=True)
+    outs = [y, rm, rv, *torch.autograd.grad(y, (xd, wd, bd), dy.to("neuron"))]
+    if len(shape) == 4 and C % 2 == 0:
+        y = F.group_norm(xd, 2, wd, bd)
+        outs += [y, *torch.autograd.grad(y, (xd, wd, bd), dy.to("neuron"))]
+    for t in outs:
+        h.update(t.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes())
+print(h.hexdigest())
+"""
+
+
+def test_results_do_not_depend_on_thread_count():
+    # this process's pool (the core count) against 1 and 3 threads, the two
+    # subprocesses at once (their start-up is most of the time)
+    import os
+    import subprocess
+    import sys
+    procs = {n: subprocess.Popen([sys.executable, "-c", _THREADS_SCRIPT], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True,
+                                 env=dict(os.environ, TORCHNEURON_NUM_THREADS=str(n)))
+             for n in (1, 3)}
+    digests = {"here": None}
+    import contextlib
+    import io
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(_THREADS_SCRIPT, {"__name__": "norm_threads"})
+    digests["here"] = out.getvalue().strip().splitlines()[-1]
+    for n, p in procs.items():
+        stdout, stderr = p.communicate(timeout=300)
+        assert p.returncode == 0, stderr
+        digests[n] = stdout.strip().splitlines()[-1]
+    assert len(set(digests.values())) == 1, digests
+
+
+@pytest.mark.parametrize("shape", [(64, 2, 16, 16), (10, 3, 50, 60), (300, 5, 3), (2000, 3),
+                                   (8, 512, 7, 7)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_batch_norm_chunked_and_short_planes(shape, dtype):
+    # few channels (split into sample chunks), > 65536 elements a channel,
+    # many short planes (run tails), BatchNorm1d's (N, C)
+    x = (torch.randn(shape) * 3 + 2).to(dtype)
+    C = shape[1]
+    w, b = torch.randn(C, dtype=dtype), torch.randn(C, dtype=dtype)
+    rm_c, rv_c = torch.zeros(C, dtype=dtype), torch.ones(C, dtype=dtype)
+    rm_d, rv_d = rm_c.to(D), rv_c.to(D)
+    run_both(lambda x, w, b: F.batch_norm(x, rm_d if x.device.type == D else rm_c,
+                                          rv_d if x.device.type == D else rv_c, w, b, training=True),
+             x, w, b, dtype=dtype)
+    same(rm_d, rm_c, dtype)
+    same(rv_d, rv_c, dtype)

@@ -16,9 +16,24 @@
  *    in float64, as ATen's CPU; mean/rstd/invstd are stored in their
  *    operand's dtype (float32 for mixed 16-bit input + float32 weight).
  *  - Work splits over rows (forward, dx), over column blocks with rows in
- *    order (layer/rms dweight, dbias) and over channels (batch norm), so
- *    every result is computed by one fixed sequence whatever the number of
- *    threads.  Group norm's dweight/dbias come from per (n, c) sums saved
+ *    order (layer/rms dweight, dbias) and over batch-norm units, so every
+ *    result is computed by one fixed sequence whatever the number of
+ *    threads.
+ *  - Batch norm (convolutional training: planes of 49..3136 elements) works
+ *    on units of (channel, chunk of samples).  The unit's sums run their 16
+ *    lanes across all its planes and fold once (norm_rows.h's msum, msumsq,
+ *    mdsums; a fold per plane had cost as much as the data), and its apply
+ *    / dx pass is one call over all its planes.  Statistics stay two-pass
+ *    (mean, then squared deviations from it), over the unit while it is in
+ *    cache, like ATen's CPU kernel (which is two-pass too, in double).
+ *    chunk_plan picks the chunks from the shape alone: one per channel
+ *    unless a channel has over NORM_CH_MAX elements or there are fewer than
+ *    NORM_CH_UNITS channels; one chunk per channel runs everything of a
+ *    channel in one parallel pass; with more, a first pass computes each
+ *    unit's (mean, M2) or (sum dy, sum dy * (x - mean)), the channel
+ *    combines its units in chunk order (Chan's pairwise update for the
+ *    variance), and a second pass applies.  16-bit planes are widened
+ *    once per unit (half_rows.h) and used by both passes.  Group norm's dweight/dbias come from per (n, c) sums saved
  *    by the row pass, added over n in order (as ATen does).
  *  - Backward uses the centred sums (sum dy*w and sum dy*w*(x - mean)),
  *    which loses less than ATen's sum dy*w*x - mean * sum dy*w when the
@@ -33,6 +48,7 @@
 #include <string.h>
 
 #include "dtype_convert.h"
+#include "half_rows.h"
 #include "kernel_entries.h"
 #include "nd_iter.h"
 #include "neuron_kernels.h"
@@ -42,6 +58,10 @@
 #define NORM_COLS 256 /* columns per block of the layer-norm weight gradient */
 #define NORM_ROWS 256 /* rows per chunk of it: (chunk, block) units share out the
                          work (768 columns alone made 3 units for 2+ threads) */
+/* batch norm's units (channel, chunk of samples), from the shape alone: */
+#define NORM_CH_MAX 65536 /* elements of a unit at most (a cached unit: 256 KB f32) */
+#define NORM_CH_UNITS 32  /* fewer channels than this are split into chunks ... */
+#define NORM_CH_MIN 8192  /* ... of at least this many elements */
 
 /* ------------------------------------------------- run primitives (C) */
 
@@ -56,7 +76,8 @@
 #undef NR_T
 #undef NR_NAME
 
-static const nk_norm_f32_fns portable_f32 = {pf_sum, pf_sumsq, pf_dsums, pf_apply, pf_dx, pf_colsums};
+static const nk_norm_f32_fns portable_f32 = {pf_sum, pf_sumsq, pf_dsums, pf_apply, pf_dx, pf_colsums,
+                                           pf_msum,  pf_msumsq, pf_mdsums, pf_mapply, pf_mdx};
 
 static const nk_norm_f32_fns *pick_f32(void) {
   switch (nk_cpu_isa()) {
@@ -75,6 +96,10 @@ typedef struct norm_plan {
   void *w, *b;     /* weight, bias as the compute type (NULL: none) */
   double *scratch; /* group backward: per (n, c) sums */
   double *partial; /* layer/rms backward: per row chunk column sums (2 x L) */
+  int64_t N, S;    /* channels: samples, elements of a plane */
+  int64_t cr, uc;  /* channels: samples per chunk, chunks per channel */
+  double *part;    /* channels, uc > 1: 2 per unit (mean, M2 / sum dy, sum dy*xc) */
+  double *ab;      /* channels, uc > 1: per channel y's scale, shift / dx's a, b, c */
   const nk_norm_f32_fns *f;
   atomic_int oom;
 } norm_plan;
@@ -87,7 +112,9 @@ typedef struct norm_plan {
 #define NI_F(fn) p->f->fn
 #define NI_LOAD(t, q) nk_load_f32(t, q)
 #define NI_STORE(t, q, v) nk_store_f32(t, q, v)
+#define NI_HALF
 #include "norm_impl.h"
+#undef NI_HALF
 #undef NI_T
 #undef NI_DT
 #undef NI
@@ -199,7 +226,36 @@ static int64_t grain_for(int64_t per_item) {
   return per_item > 0 && NK_GRAIN_ELEMENTWISE / per_item > 0 ? NK_GRAIN_ELEMENTWISE / per_item : 1;
 }
 
+/* batch norm: how many chunks of how many samples per channel (p->uc,
+ * p->cr), from the shape alone so that no result depends on the threads:
+ * a chunk holds at most NORM_CH_MAX elements, and fewer than NORM_CH_UNITS
+ * channels are split further while chunks keep NORM_CH_MIN elements */
+static void chunk_plan(norm_plan *p, int64_t C) {
+  const int64_t per = p->N * p->S;
+  int64_t k = (per + NORM_CH_MAX - 1) / NORM_CH_MAX;
+  if (C < NORM_CH_UNITS) {
+    int64_t want = (NORM_CH_UNITS + C - 1) / C, most = per / NORM_CH_MIN;
+    if (want > most) want = most;
+    if (want > k) k = want;
+  }
+  if (k > p->N) k = p->N;
+  if (k < 1) k = 1;
+  p->cr = (p->N + k - 1) / k;
+  p->uc = (p->N + p->cr - 1) / p->cr;
+}
+
+/* batch norm, chunked: the two buffers (NULL: out of memory, reported) */
+static int chunk_buffers(norm_plan *p, nrt_exec_ctx *ctx, const char *what, int64_t C) {
+  p->part = malloc((size_t)(2 * C * p->uc) * sizeof(double));
+  p->ab = malloc((size_t)(3 * C) * sizeof(double));
+  if (p->part && p->ab) return 0;
+  nrt_exec_fail(ctx, "%s: out of memory", what);
+  return -1;
+}
+
 static int finish(norm_plan *p, nrt_exec_ctx *ctx, const char *what) {
+  free(p->part);
+  free(p->ab);
   free(p->w);
   free(p->b);
   free(p->scratch);
@@ -250,8 +306,22 @@ int nk_norm_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
   }
   if (convert_vec(ctx, &o[4], dbl, &p.w) || convert_vec(ctx, &o[5], dbl, &p.b)) return finish(&p, ctx, "norm"), -1;
   if (batch) {
-    const int64_t per = o[3].sizes[0] * o[3].sizes[2] * (p.prm.training ? 3 : 1);
-    nk_parallel_for(p.R, grain_for(per), dbl ? f64_channels_forward : f32_channels_forward, &p);
+    p.N = o[3].sizes[0];
+    p.S = o[3].sizes[2];
+    chunk_plan(&p, p.R);
+    const int64_t per = p.cr * p.S * (p.prm.training ? 3 : 1);
+    if (p.uc == 1) {
+      nk_parallel_for(p.R, grain_for(per), dbl ? f64_channels_forward : f32_channels_forward, &p);
+    } else {
+      if (chunk_buffers(&p, ctx, "norm", p.R)) return finish(&p, ctx, "norm"), -1;
+      if (p.prm.training)
+        nk_parallel_for(p.R * p.uc, grain_for(per), dbl ? f64_units_stats : f32_units_stats, &p);
+      if (!atomic_load(&p.oom)) {
+        if (dbl) f64_chans_combine(&p, 0, p.R);
+        else f32_chans_combine(&p, 0, p.R);
+        nk_parallel_for(p.R * p.uc, grain_for(p.cr * p.S), dbl ? f64_units_apply : f32_units_apply, &p);
+      }
+    }
   } else {
     nk_parallel_for(p.R, grain_for(p.L), dbl ? f64_rows_forward : f32_rows_forward, &p);
   }
@@ -280,8 +350,22 @@ int nk_norm_backward_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
   }
   if (convert_vec(ctx, &o[7], dbl, &p.w)) return finish(&p, ctx, "norm_backward"), -1;
   if (batch) {
-    nk_parallel_for(p.R, grain_for(o[4].sizes[0] * o[4].sizes[2] * 2),
-                    dbl ? f64_channels_backward : f32_channels_backward, &p);
+    p.N = o[4].sizes[0];
+    p.S = o[4].sizes[2];
+    chunk_plan(&p, p.R);
+    if (p.uc == 1) {
+      nk_parallel_for(p.R, grain_for(p.N * p.S * 2), dbl ? f64_channels_backward : f32_channels_backward, &p);
+      return finish(&p, ctx, "norm_backward");
+    }
+    if (chunk_buffers(&p, ctx, "norm_backward", p.R)) return finish(&p, ctx, "norm_backward"), -1;
+    if (dbl ? f64_want_dsums(&p) : f32_want_dsums(&p))
+      nk_parallel_for(p.R * p.uc, grain_for(p.cr * p.S), dbl ? f64_units_dsums : f32_units_dsums, &p);
+    if (!atomic_load(&p.oom)) {
+      if (dbl) f64_chans_dcombine(&p, 0, p.R);
+      else f32_chans_dcombine(&p, 0, p.R);
+      if (o[0].sizes[0])
+        nk_parallel_for(p.R * p.uc, grain_for(p.cr * p.S * 2), dbl ? f64_units_dx : f32_units_dx, &p);
+    }
     return finish(&p, ctx, "norm_backward");
   }
   const int want_w = o[1].sizes[0] || o[2].sizes[0];

@@ -8,4 +8,5 @@
 #include "norm_rows.h"
 
 const nk_norm_f32_fns nk_norm_avx2_f32 = {avx2_sum, avx2_sumsq, avx2_dsums,
-                                            avx2_apply, avx2_dx, avx2_colsums};
+                                            avx2_apply, avx2_dx, avx2_colsums, avx2_msum,
+                                            avx2_msumsq, avx2_mdsums, avx2_mapply, avx2_mdx};

@@ -8,4 +8,5 @@
 #include "norm_rows.h"
 
 const nk_norm_f32_fns nk_norm_avx512_f32 = {avx512_sum, avx512_sumsq, avx512_dsums,
-                                            avx512_apply, avx512_dx, avx512_colsums};
+                                            avx512_apply, avx512_dx, avx512_colsums, avx512_msum,
+                                            avx512_msumsq, avx512_mdsums, avx512_mapply, avx512_mdx};

@@ -7,6 +7,7 @@
  *   NI_F(fn)        the run primitive fn of norm_rows.h for NI_T
  *   NI_LOAD(t, p)   one element of dtype t as NI_T
  *   NI_STORE(t,p,v) store v rounded to dtype t
+ *   NI_HALF         (optional, float) runs convert with half_rows.h
  * The plan (norm_plan, norm.c) holds the operands, sizes and the weight and
  * bias already converted to NI_T. */
 
@@ -14,6 +15,9 @@
  * itself when it already is contiguous NI_T, else a converted copy in buf */
 static const NI_T *NI(run_in)(nrt_dtype t, const char *p, int64_t s, int64_t n, NI_T *buf) {
   if (t == NI_DT && (s == (int64_t)sizeof(NI_T) || n <= 1)) return (const NI_T *)p;
+#ifdef NI_HALF
+  if (s != 0) return nk_half_in(t, p, s, n, buf); /* vectorised widening */
+#endif
   for (int64_t i = 0; i < n; i++) buf[i] = NI_LOAD(t, p + i * s);
   return buf;
 }
@@ -26,6 +30,12 @@ static NI_T *NI(run_out)(nrt_dtype t, char *p, int64_t s, int64_t n, NI_T *buf) 
 /* stores a run computed by run_out's choice */
 static void NI(run_store)(nrt_dtype t, char *p, int64_t s, int64_t n, const NI_T *v) {
   if ((const char *)v == p) return;
+#ifdef NI_HALF
+  if (s != 0) {
+    nk_half_out(t, p, s, n, v);
+    return;
+  }
+#endif
   for (int64_t i = 0; i < n; i++) NI_STORE(t, p + i * s, v[i]);
 }
 
@@ -175,120 +185,305 @@ static void NI(cols_backward)(void *arg, int64_t begin, int64_t end, int worker)
   free(buf);
 }
 
-/* --------------------------------------------------- channels: batch norm */
+/* --------------------------------------------------- channels: batch norm
+ * A unit is (channel c, chunk k of p->cr samples); a channel has p->uc
+ * chunks (norm.c's chunk_plan: from the shape only).  With one chunk a
+ * channel is one unit that does everything while its data is in cache
+ * (statistics, then the apply or dx pass); with more, the units' partial
+ * results (count, mean, M2 / sum dy, sum dy * (x - mean)) are combined per
+ * channel in chunk order between two parallel passes. */
 
-/* channel c's statistics: mean and invstd (batch or running) */
-static void NI(channel_stats)(norm_plan *p, const nrt_operand *x, int64_t c, NI_T *buf,
-                              double *mean, double *invstd, double *var_sum) {
-  const int64_t N = x->sizes[0], S = x->sizes[2];
-  const nrt_dtype t = (nrt_dtype)x->dtype;
-  const double cnt = (double)(N * S);
-  double s = 0;
-  for (int64_t n = 0; n < N; n++)
-    s += NI_F(sum)(NI(run_in)(t, (const char *)x->data + n * x->strides[0] + c * x->strides[1],
-                              x->strides[2], S, buf),
-                   S);
-  const NI_T m = (NI_T)(s / cnt);
-  double v = 0;
-  for (int64_t n = 0; n < N; n++)
-    v += NI_F(sumsq)(NI(run_in)(t, (const char *)x->data + n * x->strides[0] + c * x->strides[1],
-                                x->strides[2], S, buf),
-                     S, m);
-  *mean = (double)m;
-  *var_sum = v;
-  *invstd = 1.0 / sqrt(v / cnt + p->prm.eps);
+/* samples n0 .. n0 + rows - 1 of channel c of o as NI_T runs of S: o's own
+ * memory when it is NI_T with contiguous planes (*ld = the sample stride in
+ * elements), else a converted copy in buf (*ld = S) */
+static const NI_T *NI(chan_in)(const nrt_operand *o, int64_t c, int64_t n0, int64_t rows,
+                               NI_T *buf, int64_t *ld) {
+  const int64_t S = o->sizes[2];
+  const char *base = (const char *)o->data + n0 * o->strides[0] + c * o->strides[1];
+  if (o->dtype == NI_DT && (o->strides[2] == (int64_t)sizeof(NI_T) || S == 1) &&
+      o->strides[0] % (int64_t)sizeof(NI_T) == 0) {
+    *ld = o->strides[0] / (int64_t)sizeof(NI_T);
+    return (const NI_T *)base;
+  }
+  for (int64_t r = 0; r < rows; r++) {
+    const NI_T *v = NI(run_in)((nrt_dtype)o->dtype, base + r * o->strides[0], o->strides[2], S, buf + r * S);
+    if (v != buf + r * S) memcpy(buf + r * S, v, (size_t)S * sizeof(NI_T));
+  }
+  *ld = S;
+  return buf;
 }
 
+/* does chan_in need a buffer for o? */
+static int NI(chan_buffered)(const nrt_operand *o) {
+  return !(o->dtype == NI_DT && (o->strides[2] == (int64_t)sizeof(NI_T) || o->sizes[2] == 1) &&
+           o->strides[0] % (int64_t)sizeof(NI_T) == 0);
+}
+
+/* unit u: channel *c, samples [*n0, *n0 + returned count) */
+static int64_t NI(unit_rows)(const norm_plan *p, int64_t u, int64_t *c, int64_t *n0) {
+  *c = u / p->uc;
+  *n0 = (u % p->uc) * p->cr;
+  return p->N - *n0 < p->cr ? p->N - *n0 : p->cr;
+}
+
+/* the unit's mean (rounded to NI_T: the mean it centres on) and its sum of
+ * squared deviations from it: two passes over the (cached) unit */
+static void NI(unit_stats)(const norm_plan *p, const NI_T *x, int64_t rows, int64_t ld, double *mean,
+                           double *m2) {
+  const int64_t S = p->S;
+  const NI_T m = (NI_T)(NI_F(msum)(x, rows, ld, S) / (double)(rows * S));
+  *mean = (double)m;
+  *m2 = NI_F(msumsq)(x, rows, ld, S, m);
+}
+
+/* channel c's statistics are mean and m2 (sum of squared deviations; both
+ * unused in evaluation): stores them and the running statistics, returns
+ * y's scale and shift in ab[0], ab[1] */
+static void NI(chan_finish)(norm_plan *p, int64_t c, double mean, double m2, double *ab) {
+  const nrt_operand *smo = &p->o[1], *sio = &p->o[2], *rmo = &p->o[6], *rvo = &p->o[7];
+  double invstd;
+  if (p->prm.training) {
+    const double cnt = (double)(p->N * p->S);
+    invstd = 1.0 / sqrt(m2 / cnt + p->prm.eps);
+    if (smo->sizes[0]) NI(vec_put)(smo, c, (NI_T)mean);
+    if (sio->sizes[0]) NI(vec_put)(sio, c, (NI_T)invstd);
+    const double mom = p->prm.momentum;
+    if (rmo->sizes[0]) NI(vec_put)(rmo, c, (NI_T)(mom * mean + (1 - mom) * (double)NI(vec_at)(rmo, c)));
+    if (rvo->sizes[0])
+      NI(vec_put)(rvo, c, (NI_T)(mom * m2 / (cnt - 1) + (1 - mom) * (double)NI(vec_at)(rvo, c)));
+  } else {
+    mean = (double)NI(vec_at)(rmo, c);
+    invstd = 1.0 / sqrt((double)NI(vec_at)(rvo, c) + p->prm.eps);
+  }
+  const NI_T *w = p->w, *b = p->b;
+  const NI_T alpha = (NI_T)(invstd * (w ? (double)w[c] : 1.0));
+  ab[0] = (double)alpha;
+  ab[1] = (double)((b ? b[c] : (NI_T)0) - (NI_T)mean * alpha);
+}
+
+/* y = x * alpha + beta over a unit (x as chan_in gave it) */
+static void NI(unit_apply)(norm_plan *p, int64_t c, int64_t n0, int64_t rows, const NI_T *x, int64_t ld,
+                           const double *ab, NI_T *out) {
+  const nrt_operand *y = &p->o[0];
+  const int64_t S = p->S;
+  if (!NI(chan_buffered)(y)) { /* NI_T planes: all runs in one call */
+    NI_F(mapply)((NI_T *)((char *)y->data + n0 * y->strides[0] + c * y->strides[1]),
+                 y->strides[0] / (int64_t)sizeof(NI_T), x, ld, rows, S, (NI_T)ab[0], (NI_T)ab[1]);
+    return;
+  }
+  for (int64_t r = 0; r < rows; r++) {
+    char *yp = (char *)y->data + (n0 + r) * y->strides[0] + c * y->strides[1];
+    NI_T *yr = NI(run_out)((nrt_dtype)y->dtype, yp, y->strides[2], S, out);
+    NI_F(apply)(yr, x + r * ld, S, (NI_T)ab[0], (NI_T)ab[1], NULL, NULL);
+    NI(run_store)((nrt_dtype)y->dtype, yp, y->strides[2], S, yr);
+  }
+}
+
+/* a unit's buffers: a (and b) converted when chan_in needs it, one output
+ * run; NULL (oom set) when out of memory */
+static NI_T *NI(unit_buf)(norm_plan *p, const nrt_operand *a, const nrt_operand *b, NI_T **ba,
+                          NI_T **bb, NI_T **bo) {
+  const int64_t n = p->cr * p->S;
+  const int64_t na = NI(chan_buffered)(a) ? n : 0, nb = b && NI(chan_buffered)(b) ? n : 0;
+  NI_T *buf = malloc((size_t)(na + nb + p->S) * sizeof(NI_T));
+  if (!buf) {
+    atomic_store(&p->oom, 1);
+    return NULL;
+  }
+  *ba = buf;
+  if (bb) *bb = buf + na;
+  *bo = buf + na + nb;
+  return buf;
+}
+
+/* forward, one chunk per channel: everything of channels [begin, end) */
 static void NI(channels_forward)(void *arg, int64_t begin, int64_t end, int worker) {
   (void)worker;
   norm_plan *p = arg;
-  const nrt_operand *y = &p->o[0], *smo = &p->o[1], *sio = &p->o[2], *x = &p->o[3],
-                    *rmo = &p->o[6], *rvo = &p->o[7];
-  const int64_t N = x->sizes[0], S = x->sizes[2];
-  NI_T *buf = malloc((size_t)(2 * S) * sizeof(NI_T));
-  if (!buf) {
-    atomic_store(&p->oom, 1);
-    return;
-  }
+  const nrt_operand *x = &p->o[3];
+  NI_T *bx, *bo;
+  NI_T *buf = NI(unit_buf)(p, x, NULL, &bx, NULL, &bo);
+  if (!buf) return;
   for (int64_t c = begin; c < end; c++) {
-    double mean, invstd, var_sum;
-    if (p->prm.training) {
-      NI(channel_stats)(p, x, c, buf, &mean, &invstd, &var_sum);
-      if (smo->sizes[0]) NI(vec_put)(smo, c, (NI_T)mean);
-      if (sio->sizes[0]) NI(vec_put)(sio, c, (NI_T)invstd);
-      const double mom = p->prm.momentum, cnt = (double)(N * S);
-      if (rmo->sizes[0]) NI(vec_put)(rmo, c, (NI_T)(mom * mean + (1 - mom) * (double)NI(vec_at)(rmo, c)));
-      if (rvo->sizes[0])
-        NI(vec_put)(rvo, c, (NI_T)(mom * var_sum / (cnt - 1) + (1 - mom) * (double)NI(vec_at)(rvo, c)));
-    } else {
-      mean = (double)NI(vec_at)(rmo, c);
-      invstd = 1.0 / sqrt((double)NI(vec_at)(rvo, c) + p->prm.eps);
-    }
-    const NI_T *w = p->w, *b = p->b;
-    const NI_T alpha = (NI_T)(invstd * (w ? (double)w[c] : 1.0));
-    const NI_T beta = (b ? b[c] : (NI_T)0) - (NI_T)mean * alpha;
-    for (int64_t n = 0; n < N; n++) {
-      const char *xp = (const char *)x->data + n * x->strides[0] + c * x->strides[1];
-      char *yp = (char *)y->data + n * y->strides[0] + c * y->strides[1];
-      const NI_T *xr = NI(run_in)((nrt_dtype)x->dtype, xp, x->strides[2], S, buf);
-      NI_T *yr = NI(run_out)((nrt_dtype)y->dtype, yp, y->strides[2], S, buf + S);
-      NI_F(apply)(yr, xr, S, alpha, beta, NULL, NULL);
-      NI(run_store)((nrt_dtype)y->dtype, yp, y->strides[2], S, yr);
-    }
+    double mean = 0, m2 = 0, ab[2];
+    int64_t ld;
+    const NI_T *xc = NI(chan_in)(x, c, 0, p->N, bx, &ld);
+    if (p->prm.training) NI(unit_stats)(p, xc, p->N, ld, &mean, &m2);
+    NI(chan_finish)(p, c, mean, m2, ab);
+    NI(unit_apply)(p, c, 0, p->N, xc, ld, ab, bo);
   }
   free(buf);
 }
 
+/* forward, chunked, pass 1: each unit's mean and M2 into p->part */
+static void NI(units_stats)(void *arg, int64_t begin, int64_t end, int worker) {
+  (void)worker;
+  norm_plan *p = arg;
+  const nrt_operand *x = &p->o[3];
+  NI_T *bx, *bo;
+  NI_T *buf = NI(unit_buf)(p, x, NULL, &bx, NULL, &bo);
+  if (!buf) return;
+  for (int64_t u = begin; u < end; u++) {
+    int64_t c, n0, ld;
+    const int64_t rows = NI(unit_rows)(p, u, &c, &n0);
+    const NI_T *xc = NI(chan_in)(x, c, n0, rows, bx, &ld);
+    NI(unit_stats)(p, xc, rows, ld, &p->part[2 * u], &p->part[2 * u + 1]);
+  }
+  free(buf);
+}
+
+/* forward, chunked, between the passes: channels [begin, end) combine
+ * their units in order (Chan et al.'s pairwise update) into p->ab */
+static void NI(chans_combine)(norm_plan *p, int64_t begin, int64_t end) {
+  for (int64_t c = begin; c < end; c++) {
+    double cnt = 0, mean = 0, m2 = 0;
+    if (p->prm.training)
+      for (int64_t k = 0; k < p->uc; k++) {
+        int64_t cc, n0;
+        const double nb = (double)(NI(unit_rows)(p, c * p->uc + k, &cc, &n0) * p->S);
+        const double mb = p->part[2 * (c * p->uc + k)], m2b = p->part[2 * (c * p->uc + k) + 1];
+        const double d = mb - mean, nab = cnt + nb;
+        mean += d * (nb / nab);
+        m2 += m2b + d * d * (cnt * nb / nab);
+        cnt = nab;
+      }
+    NI(chan_finish)(p, c, mean, m2, &p->ab[2 * c]);
+  }
+}
+
+/* forward, chunked, pass 2: y of each unit */
+static void NI(units_apply)(void *arg, int64_t begin, int64_t end, int worker) {
+  (void)worker;
+  norm_plan *p = arg;
+  const nrt_operand *x = &p->o[3];
+  NI_T *bx, *bo;
+  NI_T *buf = NI(unit_buf)(p, x, NULL, &bx, NULL, &bo);
+  if (!buf) return;
+  for (int64_t u = begin; u < end; u++) {
+    int64_t c, n0, ld;
+    const int64_t rows = NI(unit_rows)(p, u, &c, &n0);
+    const NI_T *xc = NI(chan_in)(x, c, n0, rows, bx, &ld);
+    NI(unit_apply)(p, c, n0, rows, xc, ld, &p->ab[2 * c], bo);
+  }
+  free(buf);
+}
+
+/* backward: does channel c need sum dy and sum dy * (x - mean)? */
+static int NI(want_dsums)(const norm_plan *p) {
+  return p->prm.training || p->o[1].sizes[0] || p->o[2].sizes[0];
+}
+
+/* backward, channel c's sums are s1 (dy), s2 (dy * (x - mean)): stores
+ * dweight, dbias; returns dx = a * dy + b * x + c as k[0..2] */
+static void NI(chan_dfinish)(norm_plan *p, int64_t c, double s1, double s2, double *k3) {
+  const nrt_operand *gwo = &p->o[1], *gbo = &p->o[2], *mo = &p->o[5], *so = &p->o[6];
+  const int train = p->prm.training;
+  const double mean = (double)NI(vec_at)(mo, c);
+  const double invstd =
+      train ? (double)NI(vec_at)(so, c) : 1.0 / sqrt((double)NI(vec_at)(so, c) + p->prm.eps);
+  if (gwo->sizes[0]) NI(vec_put)(gwo, c, (NI_T)(s2 * invstd));
+  if (gbo->sizes[0]) NI(vec_put)(gbo, c, (NI_T)s1);
+  const double wc = p->w ? (double)((const NI_T *)p->w)[c] : 1.0, cnt = (double)(p->N * p->S);
+  double a = invstd * wc, bb = 0, cc = 0;
+  if (train) {
+    const double k = s2 * invstd * invstd / cnt, gm = s1 / cnt;
+    bb = -k * a;
+    cc = (mean * k - gm) * a;
+  }
+  k3[0] = a;
+  k3[1] = bb;
+  k3[2] = cc;
+}
+
+/* dx over a unit */
+static void NI(unit_dx)(norm_plan *p, int64_t c, int64_t n0, int64_t rows, const NI_T *dy, int64_t lddy,
+                        const NI_T *x, int64_t ldx, const double *k3, NI_T *out) {
+  const nrt_operand *dxo = &p->o[0];
+  const int64_t S = p->S;
+  if (!NI(chan_buffered)(dxo)) { /* NI_T planes: all runs in one call */
+    NI_F(mdx)((NI_T *)((char *)dxo->data + n0 * dxo->strides[0] + c * dxo->strides[1]),
+              dxo->strides[0] / (int64_t)sizeof(NI_T), dy, lddy, x, ldx, rows, S, (NI_T)k3[0],
+              (NI_T)k3[1], (NI_T)k3[2]);
+    return;
+  }
+  for (int64_t r = 0; r < rows; r++) {
+    char *dxp = (char *)dxo->data + (n0 + r) * dxo->strides[0] + c * dxo->strides[1];
+    NI_T *dxr = NI(run_out)((nrt_dtype)dxo->dtype, dxp, dxo->strides[2], S, out);
+    NI_F(dx)(dxr, dy + r * lddy, x + r * ldx, NULL, S, (NI_T)k3[0], (NI_T)k3[1], (NI_T)k3[2]);
+    NI(run_store)((nrt_dtype)dxo->dtype, dxp, dxo->strides[2], S, dxr);
+  }
+}
+
+/* backward, one chunk per channel: everything of channels [begin, end) */
 static void NI(channels_backward)(void *arg, int64_t begin, int64_t end, int worker) {
   (void)worker;
   norm_plan *p = arg;
-  const nrt_operand *dxo = &p->o[0], *gwo = &p->o[1], *gbo = &p->o[2], *dy = &p->o[3],
-                    *x = &p->o[4], *mo = &p->o[5], *so = &p->o[6];
-  const int64_t N = x->sizes[0], S = x->sizes[2];
-  NI_T *buf = malloc((size_t)(3 * S) * sizeof(NI_T));
-  if (!buf) {
-    atomic_store(&p->oom, 1);
-    return;
-  }
-  const int train = p->prm.training;
+  const nrt_operand *dy = &p->o[3], *x = &p->o[4];
+  NI_T *bx, *bd, *bo;
+  NI_T *buf = NI(unit_buf)(p, x, dy, &bx, &bd, &bo);
+  if (!buf) return;
+  const int sums = NI(want_dsums)(p), want_dx = p->o[0].sizes[0] != 0;
   for (int64_t c = begin; c < end; c++) {
-    const double mean = (double)NI(vec_at)(mo, c);
-    const double invstd =
-        train ? (double)NI(vec_at)(so, c) : 1.0 / sqrt((double)NI(vec_at)(so, c) + p->prm.eps);
-    double s1 = 0, s2 = 0; /* sum dy, sum dy * (x - mean) */
-    if (train || gwo->sizes[0] || gbo->sizes[0]) {
-      for (int64_t n = 0; n < N; n++) {
-        const NI_T *xr = NI(run_in)((nrt_dtype)x->dtype,
-                                    (const char *)x->data + n * x->strides[0] + c * x->strides[1],
-                                    x->strides[2], S, buf);
-        const NI_T *dyr = NI(run_in)((nrt_dtype)dy->dtype,
-                                     (const char *)dy->data + n * dy->strides[0] + c * dy->strides[1],
-                                     dy->strides[2], S, buf + S);
-        NI_F(dsums)(dyr, xr, NULL, S, (NI_T)mean, &s1, &s2);
+    int64_t ldx, ldd;
+    const NI_T *xc = NI(chan_in)(x, c, 0, p->N, bx, &ldx);
+    const NI_T *dc = NI(chan_in)(dy, c, 0, p->N, bd, &ldd);
+    double s1 = 0, s2 = 0, k3[3];
+    if (sums) NI_F(mdsums)(dc, ldd, xc, ldx, p->N, p->S, (NI_T)NI(vec_at)(&p->o[5], c), &s1, &s2);
+    NI(chan_dfinish)(p, c, s1, s2, k3);
+    if (want_dx) NI(unit_dx)(p, c, 0, p->N, dc, ldd, xc, ldx, k3, bo);
+  }
+  free(buf);
+}
+
+/* backward, chunked, pass 1: each unit's two sums into p->part */
+static void NI(units_dsums)(void *arg, int64_t begin, int64_t end, int worker) {
+  (void)worker;
+  norm_plan *p = arg;
+  const nrt_operand *dy = &p->o[3], *x = &p->o[4];
+  NI_T *bx, *bd, *bo;
+  NI_T *buf = NI(unit_buf)(p, x, dy, &bx, &bd, &bo);
+  if (!buf) return;
+  for (int64_t u = begin; u < end; u++) {
+    int64_t c, n0, ldx, ldd;
+    const int64_t rows = NI(unit_rows)(p, u, &c, &n0);
+    const NI_T *xc = NI(chan_in)(x, c, n0, rows, bx, &ldx);
+    const NI_T *dc = NI(chan_in)(dy, c, n0, rows, bd, &ldd);
+    double s1 = 0, s2 = 0;
+    NI_F(mdsums)(dc, ldd, xc, ldx, rows, p->S, (NI_T)NI(vec_at)(&p->o[5], c), &s1, &s2);
+    p->part[2 * u] = s1;
+    p->part[2 * u + 1] = s2;
+  }
+  free(buf);
+}
+
+/* backward, chunked, between the passes: the units' sums in order */
+static void NI(chans_dcombine)(norm_plan *p, int64_t begin, int64_t end) {
+  const int sums = NI(want_dsums)(p);
+  for (int64_t c = begin; c < end; c++) {
+    double s1 = 0, s2 = 0;
+    if (sums)
+      for (int64_t k = 0; k < p->uc; k++) {
+        s1 += p->part[2 * (c * p->uc + k)];
+        s2 += p->part[2 * (c * p->uc + k) + 1];
       }
-    }
-    if (gwo->sizes[0]) NI(vec_put)(gwo, c, (NI_T)(s2 * invstd));
-    if (gbo->sizes[0]) NI(vec_put)(gbo, c, (NI_T)s1);
-    if (!dxo->sizes[0]) continue;
-    const double wc = p->w ? (double)((const NI_T *)p->w)[c] : 1.0, cnt = (double)(N * S);
-    double a = invstd * wc, bb = 0, cc = 0;
-    if (train) {
-      const double k = s2 * invstd * invstd / cnt, gm = s1 / cnt;
-      bb = -k * a;
-      cc = (mean * k - gm) * a;
-    }
-    for (int64_t n = 0; n < N; n++) {
-      const NI_T *xr = NI(run_in)((nrt_dtype)x->dtype,
-                                  (const char *)x->data + n * x->strides[0] + c * x->strides[1],
-                                  x->strides[2], S, buf);
-      const NI_T *dyr = NI(run_in)((nrt_dtype)dy->dtype,
-                                   (const char *)dy->data + n * dy->strides[0] + c * dy->strides[1],
-                                   dy->strides[2], S, buf + S);
-      char *dxp = (char *)dxo->data + n * dxo->strides[0] + c * dxo->strides[1];
-      NI_T *dxr = NI(run_out)((nrt_dtype)dxo->dtype, dxp, dxo->strides[2], S, buf + 2 * S);
-      NI_F(dx)(dxr, dyr, xr, NULL, S, (NI_T)a, (NI_T)bb, (NI_T)cc);
-      NI(run_store)((nrt_dtype)dxo->dtype, dxp, dxo->strides[2], S, dxr);
-    }
+    NI(chan_dfinish)(p, c, s1, s2, &p->ab[3 * c]);
+  }
+}
+
+/* backward, chunked, pass 2: dx of each unit */
+static void NI(units_dx)(void *arg, int64_t begin, int64_t end, int worker) {
+  (void)worker;
+  norm_plan *p = arg;
+  const nrt_operand *dy = &p->o[3], *x = &p->o[4];
+  NI_T *bx, *bd, *bo;
+  NI_T *buf = NI(unit_buf)(p, x, dy, &bx, &bd, &bo);
+  if (!buf) return;
+  for (int64_t u = begin; u < end; u++) {
+    int64_t c, n0, ldx, ldd;
+    const int64_t rows = NI(unit_rows)(p, u, &c, &n0);
+    const NI_T *xc = NI(chan_in)(x, c, n0, rows, bx, &ldx);
+    const NI_T *dc = NI(chan_in)(dy, c, n0, rows, bd, &ldd);
+    NI(unit_dx)(p, c, n0, rows, dc, ldd, xc, ldx, &p->ab[3 * c], bo);
   }
   free(buf);
 }

@@ -161,3 +161,180 @@ static void NR_NAME(colsums)(double *gw, double *gb, const NR_T *dy, const NR_T 
   if (gb)
     for (int64_t j = 0; j < n; j++) gb[j] += (double)dy[j];
 }
+
+/* ------------------------------------------- multi-run sums (batch norm)
+ * rows runs of n elements, run r at x + r * ld (elements).  The lanes run
+ * on across the runs and fold once at the end: batch norm's runs are one
+ * (sample, channel) plane of 49..3136 elements, and a fold per run had cost
+ * as much as the data.  Lane k takes elements k, k + NR_LANES, ... of each
+ * run in turn; a run's last n % NR_LANES elements go to tail lanes t[0..]
+ * (double, in memory), added to lane k at the fold.  Products accumulate in
+ * NR_T lanes for NR_BLOCK elements (across runs), then go to the double
+ * lanes, so long runs lose no more than short ones.  Adjacent runs (ld ==
+ * n) are one run.  Every order is fixed by (rows, ld, n) alone. */
+#ifndef NR_BLOCK
+#define NR_BLOCK 4096
+#endif
+
+/* the NR_LANES lanes of v (an NR_LANES-wide vector) as two halves */
+#define NR_HALVES(lo, hi, v)                                                         \
+  do {                                                                               \
+    (lo) = __builtin_shufflevector((v), (v), 0, 1, 2, 3, 4, 5, 6, 7);                \
+    (hi) = __builtin_shufflevector((v), (v), 8, 9, 10, 11, 12, 13, 14, 15);          \
+  } while (0)
+/* lanes lo, hi (double halves) plus tail lanes t, added pairwise */
+#define NR_FOLD2(out, lo, hi, t)                                                     \
+  do {                                                                               \
+    double a_[NR_LANES];                                                             \
+    _Pragma("GCC unroll 8") for (int k_ = 0; k_ < NR_LANES / 2; k_++) {              \
+      a_[k_] = (lo)[k_] + (t)[k_];                                                   \
+      a_[k_ + NR_LANES / 2] = (hi)[k_] + (t)[k_ + NR_LANES / 2];                     \
+    }                                                                                \
+    for (int w_ = NR_LANES / 2; w_ > 0; w_ /= 2)                                     \
+      for (int k_ = 0; k_ < w_; k_++) a_[k_] += a_[k_ + w_];                         \
+    (out) = a_[0];                                                                   \
+  } while (0)
+
+#if NR_LANES != 16
+#error "the multi-run sums are written for 16 lanes"
+#endif
+
+/* sum of x (in double lanes, as sum) */
+static double NR_NAME(msum)(const NR_T *x, int64_t rows, int64_t ld, int64_t n) {
+  if (ld == n) n *= rows, rows = 1;
+  NR_NAME(dhvec) lo = {0}, hi = {0};
+  NR_NAME(hvec) vl, vh;
+  double t[NR_LANES] = {0};
+  const int64_t nv = n - n % NR_LANES;
+  for (int64_t r = 0; r < rows; r++) {
+    const NR_T *xr = x + r * ld;
+    for (int64_t i = 0; i < nv; i += NR_LANES) {
+      NR_LOAD(vl, xr + i);
+      NR_LOAD(vh, xr + i + NR_LANES / 2);
+      lo += __builtin_convertvector(vl, NR_NAME(dhvec));
+      hi += __builtin_convertvector(vh, NR_NAME(dhvec));
+    }
+    for (int64_t i = nv, k = 0; i < n; i++, k++) t[k] += (double)xr[i];
+  }
+  double s;
+  NR_FOLD2(s, lo, hi, t);
+  return s;
+}
+
+/* sum of (x - m)^2 */
+static double NR_NAME(msumsq)(const NR_T *x, int64_t rows, int64_t ld, int64_t n, NR_T m) {
+  if (ld == n) n *= rows, rows = 1;
+  NR_NAME(dhvec) lo = {0}, hi = {0};
+  NR_NAME(hvec) hl, hh;
+  NR_NAME(vec) mv, v;
+  double t[NR_LANES] = {0};
+  NR_SPLAT(mv, m);
+  const int64_t nv = n - n % NR_LANES;
+  NR_NAME(vec) acc = {0};
+  int64_t pending = 0; /* elements in acc since its last flush */
+  for (int64_t r = 0; r < rows; r++) {
+    const NR_T *xr = x + r * ld;
+    for (int64_t i0 = 0; i0 < nv;) {
+      const int64_t i1 = nv - i0 < NR_BLOCK - pending ? nv : i0 + (NR_BLOCK - pending);
+      for (int64_t i = i0; i < i1; i += NR_LANES) {
+        NR_LOAD(v, xr + i);
+        const NR_NAME(vec) d = v - mv;
+        acc += d * d;
+      }
+      pending += i1 - i0;
+      i0 = i1;
+      if (pending == NR_BLOCK) {
+        NR_HALVES(hl, hh, acc);
+        lo += __builtin_convertvector(hl, NR_NAME(dhvec));
+        hi += __builtin_convertvector(hh, NR_NAME(dhvec));
+        acc = (NR_NAME(vec)){0};
+        pending = 0;
+      }
+    }
+    for (int64_t i = nv, k = 0; i < n; i++, k++) {
+      const NR_T d = xr[i] - m;
+      t[k] += (double)(d * d);
+    }
+  }
+  NR_HALVES(hl, hh, acc);
+  lo += __builtin_convertvector(hl, NR_NAME(dhvec));
+  hi += __builtin_convertvector(hh, NR_NAME(dhvec));
+  double s;
+  NR_FOLD2(s, lo, hi, t);
+  return s;
+}
+
+/* *s1 += sum of dy, *s2 += sum of dy * (x - m); dy's runs at dy + r * lddy */
+static void NR_NAME(mdsums)(const NR_T *dy, int64_t lddy, const NR_T *x, int64_t ldx, int64_t rows,
+                            int64_t n, NR_T m, double *s1, double *s2) {
+  if (ldx == n && lddy == n) n *= rows, rows = 1;
+  NR_NAME(dhvec) lo1 = {0}, hi1 = {0}, lo2 = {0}, hi2 = {0};
+  NR_NAME(hvec) hl, hh;
+  NR_NAME(vec) mv, vd, vx;
+  double t1[NR_LANES] = {0}, t2[NR_LANES] = {0};
+  NR_SPLAT(mv, m);
+  const int64_t nv = n - n % NR_LANES;
+  NR_NAME(vec) a1 = {0}, a2 = {0};
+  int64_t pending = 0; /* elements in a1, a2 since their last flush */
+#define NR_FLUSH_D()                                      \
+  do {                                                    \
+    NR_HALVES(hl, hh, a1);                                \
+    lo1 += __builtin_convertvector(hl, NR_NAME(dhvec));   \
+    hi1 += __builtin_convertvector(hh, NR_NAME(dhvec));   \
+    NR_HALVES(hl, hh, a2);                                \
+    lo2 += __builtin_convertvector(hl, NR_NAME(dhvec));   \
+    hi2 += __builtin_convertvector(hh, NR_NAME(dhvec));   \
+  } while (0)
+  for (int64_t r = 0; r < rows; r++) {
+    const NR_T *xr = x + r * ldx, *dr = dy + r * lddy;
+    for (int64_t i0 = 0; i0 < nv;) {
+      const int64_t i1 = nv - i0 < NR_BLOCK - pending ? nv : i0 + (NR_BLOCK - pending);
+      for (int64_t i = i0; i < i1; i += NR_LANES) {
+        NR_LOAD(vd, dr + i);
+        NR_LOAD(vx, xr + i);
+        a1 += vd;
+        a2 += vd * (vx - mv);
+      }
+      pending += i1 - i0;
+      i0 = i1;
+      if (pending == NR_BLOCK) {
+        NR_FLUSH_D();
+        a1 = a2 = (NR_NAME(vec)){0};
+        pending = 0;
+      }
+    }
+    for (int64_t i = nv, k = 0; i < n; i++, k++) {
+      t1[k] += (double)dr[i];
+      t2[k] += (double)(dr[i] * (xr[i] - m));
+    }
+  }
+  NR_FLUSH_D();
+#undef NR_FLUSH_D
+  double a, b;
+  NR_FOLD2(a, lo1, hi1, t1);
+  NR_FOLD2(b, lo2, hi2, t2);
+  *s1 += a;
+  *s2 += b;
+}
+
+/* y = x * scale + shift over rows runs (y's at y + r * ldy, x's at x + r * ldx) */
+static void NR_NAME(mapply)(NR_T *y, int64_t ldy, const NR_T *x, int64_t ldx, int64_t rows, int64_t n,
+                            NR_T scale, NR_T shift) {
+  if (ldy == n && ldx == n) n *= rows, rows = 1;
+  for (int64_t r = 0; r < rows; r++) {
+    NR_T *yr = y + r * ldy;
+    const NR_T *xr = x + r * ldx;
+    for (int64_t i = 0; i < n; i++) yr[i] = xr[i] * scale + shift;
+  }
+}
+
+/* dx = a * dy + b * x + c over rows runs (each operand with its own ld) */
+static void NR_NAME(mdx)(NR_T *dx, int64_t lddx, const NR_T *dy, int64_t lddy, const NR_T *x,
+                         int64_t ldx, int64_t rows, int64_t n, NR_T a, NR_T b, NR_T c) {
+  if (lddx == n && lddy == n && ldx == n) n *= rows, rows = 1;
+  for (int64_t r = 0; r < rows; r++) {
+    NR_T *o = dx + r * lddx;
+    const NR_T *g = dy + r * lddy, *xr = x + r * ldx;
+    for (int64_t i = 0; i < n; i++) o[i] = a * g[i] + b * xr[i] + c;
+  }
+}

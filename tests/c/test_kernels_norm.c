@@ -375,6 +375,24 @@ static void tests(void) {
   check_batch(NRT_BFLOAT16, f32, 4, 3, 12, 1, 1, 1, 1);
   check_batch(NRT_FLOAT16, f32, 4, 3, 12, 0, 1, 1, 0);
   check_batch(f32, f32, 16, 8, 300, 1, 1, 1, 0); /* parallel channels */
+  /* channels split into chunks of samples (norm.c's chunk_plan): few
+   * channels (C < 32: 64 x 256 -> 2 chunks of 32), uneven chunks (10
+   * samples -> 4, 4, 2), a channel over 65536 elements; every layout and
+   * dtype through the chunked path, training and eval */
+  check_batch(f32, f32, 64, 2, 256, 1, 1, 1, 0);
+  check_batch(f32, f32, 10, 3, 3000, 1, 1, 1, 0);
+  check_batch(f32, f32, 10, 3, 3000, 1, 0, 0, 1);
+  check_batch(f32, f32, 10, 3, 3000, 0, 1, 1, 0);
+  check_batch(f32, f32, 3, 40, 30000, 1, 1, 1, 0);
+  check_batch(f64, f64, 10, 3, 3000, 1, 1, 1, 0);
+  check_batch(NRT_BFLOAT16, f32, 10, 3, 3000, 1, 1, 1, 0);
+  check_batch(NRT_BFLOAT16, NRT_BFLOAT16, 10, 3, 3000, 1, 1, 1, 1);
+  /* many samples of short planes (run tails of every length) */
+  check_batch(f32, f32, 300, 5, 3, 1, 1, 1, 0);
+  check_batch(f32, f32, 100, 4, 17, 1, 1, 1, 0);
+  check_batch(f32, f32, 64, 6, 49, 1, 1, 1, 1);
+  check_batch(NRT_BFLOAT16, f32, 64, 6, 49, 1, 1, 1, 0);
+  check_batch(f32, f32, 2000, 3, 1, 1, 1, 1, 0);
   check_empty_and_errors();
 }
 
