@@ -508,18 +508,23 @@ static void backward_kv_range(void *arg, int64_t u0, int64_t u1, int worker) {
           load_line(lse + r, 1, row_ptr(&p->lse, b, h, i0 + r), 0, p->lse.dtype, 1);
           load_line(delta + r, 1, row_ptr(&p->delta, b, h, i0 + r), 0, p->delta.dtype, 1);
         }
-        tile_gemm(nk, BQ, D, K, D, Qt, BQ, St, BQ, 0);
-        tile_gemm(nk, BQ, Dv, V, Dv, dOt, BQ, dPt, BQ, 0);
+        /* only the block's real queries, rounded to the kernel's width: a
+         * short sequence (64 queries in a 128-wide block) would otherwise
+         * spend half its products and exps on padding; the columns past W
+         * are never read (the products below sum over nq) */
+        const int64_t W = round_up(nq, 2 * VW) < BQ ? round_up(nq, 2 * VW) : BQ;
+        tile_gemm(nk, W, D, K, D, Qt, BQ, St, BQ, 0);
+        tile_gemm(nk, W, Dv, V, Dv, dOt, BQ, dPt, BQ, 0);
         for (int64_t r = 0; r < nk; r++) {
           const int64_t jj = j0 + r;
           T *s = St + r * BQ, *dp = dPt + r * BQ;
           const int64_t lo = p->causal ? (jj - i0 > 0 ? jj - i0 : 0) : 0;
-          finish_scores(s, BQ, lo, nq, scale);
+          finish_scores(s, W, lo, nq, scale);
           if (p->mask.data && lo < nq)
             add_mask(s + lo, nq - lo, row_ptr(&p->mask, b, h, i0 + lo) + jj * p->mask.st[3], p->mask.st[2],
                      p->mask.dtype);
           for (int64_t c = 0; c < nq; c++) s[c] -= lse[c];
-          exp_inplace(s, BQ);
+          exp_inplace(s, W);
           const uint64_t base = (uint64_t)(((b * p->Hq + h) * p->L + i0) * p->S + jj);
           if (!j->dropout) { /* the same arithmetic, z = dscale, without the branch: vectors */
             const T z = j->dscale;
@@ -536,7 +541,7 @@ static void backward_kv_range(void *arg, int64_t u0, int64_t u1, int worker) {
             s[c] = pr * z;
             dp[c] = pr * (dp[c] * z - delta[c]);
           }
-          for (int64_t c = nq; c < BQ; c++) s[c] = dp[c] = 0;
+          for (int64_t c = nq; c < W; c++) s[c] = dp[c] = 0;
         }
         tile_gemm(nk, Dvp, nq, St, BQ, dO, Dvp, dV, Dvp, 1);
         tile_gemm(nk, Dp, nq, dPt, BQ, Q, Dp, dK, Dp, 1);
