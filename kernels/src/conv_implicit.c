@@ -172,33 +172,38 @@ static int64_t out_row_q(const igeom *ig, int64_t b, int64_t o0, int64_t o1) {
   return ((b * ig->pd[0] + o0) * ig->pd[1] + o1) * ig->pd[2];
 }
 
+/* Moves output channel o of sample b between its row of ys (the padded
+ * grid's positions) and y (dst), output row by output row: to_y scatters
+ * (adding the bias when there is one), else gathers. */
+static void move_rows(const ijob *j, int64_t o, int64_t b, int to_y) {
+  const igeom *ig = j->ig;
+  const int64_t ces = j->ces, n = ig->out[2], ds = j->dst.sp[2];
+  char *row = j->ys + o * j->q * ces;
+  char *y = j->dst.data + (j->n0 + b) * j->dst.sa + o * j->dst.sb;
+  for (int64_t o0 = 0; o0 < ig->out[0]; o0++)
+    for (int64_t o1 = 0; o1 < ig->out[1]; o1++) {
+      char *g = row + out_row_q(ig, b, o0, o1) * ces;
+      char *t = y + o0 * j->dst.sp[0] + o1 * j->dst.sp[1];
+      if (to_y && j->bias && j->ct == NRT_FLOAT64) {
+        const double bv = nk_read_f64(j->bias + o * j->bias_stride);
+        for (int64_t i = 0; i < n; i++) nk_write_f64(t + i * ds, nk_read_f64(g + i * ces) + bv);
+      } else if (to_y && j->bias) {
+        const float bv = nk_read_f32(j->bias + o * j->bias_stride);
+        for (int64_t i = 0; i < n; i++) nk_write_f32(t + i * ds, nk_read_f32(g + i * ces) + bv);
+      } else if (ds == ces) {
+        memcpy(to_y ? t : g, to_y ? g : t, (size_t)(n * ces));
+      } else {
+        for (int64_t i = 0; i < n; i++)
+          memcpy(to_y ? t + i * ds : g + i * ces, to_y ? g + i * ces : t + i * ds, (size_t)ces);
+      }
+    }
+}
+
 /* Unit (o, b): y[n0 + b, o] <- ys[o] at b's valid positions (+ bias). */
 static void scatter_task(void *arg, int64_t begin, int64_t end, int worker) {
   (void)worker;
   const ijob *j = arg;
-  const igeom *ig = j->ig;
-  const int64_t ces = j->ces, n = ig->out[2], ds = j->dst.sp[2];
-  for (int64_t u = begin; u < end; u++) {
-    const int64_t o = u / j->nb, b = u % j->nb;
-    const char *row = j->ys + o * j->q * ces;
-    char *y = j->dst.data + (j->n0 + b) * j->dst.sa + o * j->dst.sb;
-    for (int64_t o0 = 0; o0 < ig->out[0]; o0++)
-      for (int64_t o1 = 0; o1 < ig->out[1]; o1++) {
-        const char *s = row + out_row_q(ig, b, o0, o1) * ces;
-        char *d = y + o0 * j->dst.sp[0] + o1 * j->dst.sp[1];
-        if (j->bias && j->ct == NRT_FLOAT64) {
-          const double bv = nk_read_f64(j->bias + o * j->bias_stride);
-          for (int64_t i = 0; i < n; i++) nk_write_f64(d + i * ds, nk_read_f64(s + i * ces) + bv);
-        } else if (j->bias) {
-          const float bv = nk_read_f32(j->bias + o * j->bias_stride);
-          for (int64_t i = 0; i < n; i++) nk_write_f32(d + i * ds, nk_read_f32(s + i * ces) + bv);
-        } else if (ds == ces) {
-          memcpy(d, s, (size_t)(n * ces));
-        } else {
-          for (int64_t i = 0; i < n; i++) memcpy(d + i * ds, s + i * ces, (size_t)ces);
-        }
-      }
-  }
+  for (int64_t u = begin; u < end; u++) move_rows(j, u / j->nb, u % j->nb, 1);
 }
 
 /* Unit (o, b): ys[o] at b's positions <- dy[n0 + b, o], zeros elsewhere. */
@@ -206,20 +211,11 @@ static void gather_task(void *arg, int64_t begin, int64_t end, int worker) {
   (void)worker;
   const ijob *j = arg;
   const igeom *ig = j->ig;
-  const int64_t ces = j->ces, n = ig->out[2], ds = j->dst.sp[2];
   for (int64_t u = begin; u < end; u++) {
     const int64_t o = u / j->nb, b = u % j->nb;
-    char *row = j->ys + o * j->q * ces;
     const int64_t q0 = b * ig->plane, q1 = (b + 1) * ig->plane < j->q ? (b + 1) * ig->plane : j->q;
-    memset(row + q0 * ces, 0, (size_t)((q1 - q0) * ces));
-    const char *y = j->dst.data + (j->n0 + b) * j->dst.sa + o * j->dst.sb;
-    for (int64_t o0 = 0; o0 < ig->out[0]; o0++)
-      for (int64_t o1 = 0; o1 < ig->out[1]; o1++) {
-        char *d = row + out_row_q(ig, b, o0, o1) * ces;
-        const char *s = y + o0 * j->dst.sp[0] + o1 * j->dst.sp[1];
-        if (ds == ces) memcpy(d, s, (size_t)(n * ces));
-        else for (int64_t i = 0; i < n; i++) memcpy(d + i * ces, s + i * ds, (size_t)ces);
-      }
+    memset(j->ys + (o * j->q + q0) * j->ces, 0, (size_t)((q1 - q0) * j->ces));
+    move_rows(j, o, b, 0);
   }
 }
 

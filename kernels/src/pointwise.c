@@ -366,20 +366,17 @@ static bool pow_small_rows(const pw_plan *p, nrt_dtype t, int64_t n, char *const
   const double e = p->s0.f;
   const int64_t es = (int64_t)nk_dtype_size(t);
   if ((e != 2 && e != 3) || s[0] != es || s[1] != es) return false;
-  if (t == NRT_FLOAT32) {
-    float *o = (float *)(void *)data[0];
-    const float *a = (const float *)(const void *)data[1];
-    if (e == 2) for (int64_t i = 0; i < n; i++) o[i] = a[i] * a[i];
-    else for (int64_t i = 0; i < n; i++) o[i] = a[i] * a[i] * a[i];
-    return true;
+#define PW_POW_SMALL(T)                                                                    \
+  {                                                                                        \
+    T *o = (T *)(void *)data[0];                                                           \
+    const T *a = (const T *)(const void *)data[1];                                         \
+    if (e == 2) for (int64_t i = 0; i < n; i++) o[i] = a[i] * a[i];                        \
+    else for (int64_t i = 0; i < n; i++) o[i] = a[i] * a[i] * a[i];                        \
+    return true;                                                                           \
   }
-  if (t == NRT_FLOAT64) {
-    double *o = (double *)(void *)data[0];
-    const double *a = (const double *)(const void *)data[1];
-    if (e == 2) for (int64_t i = 0; i < n; i++) o[i] = a[i] * a[i];
-    else for (int64_t i = 0; i < n; i++) o[i] = a[i] * a[i] * a[i];
-    return true;
-  }
+  if (t == NRT_FLOAT32) PW_POW_SMALL(float)
+  if (t == NRT_FLOAT64) PW_POW_SMALL(double)
+#undef PW_POW_SMALL
   return false;
 }
 
