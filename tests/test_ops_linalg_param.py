@@ -354,3 +354,27 @@ def test_histc_integer_errors_are_cudas():
         torch.histc(x, 4, 5, 1)
     with pytest.raises(NotImplementedError, match="\"histc\" not implemented for 'Bool'"):
         torch.histc(x > 2, 4, 0, 1)
+
+
+def test_multi_output_ops_fall_back_for_complex():
+    """Complex inputs run these multi-output ops on the CPU: every result
+    must come back (the fallback leaves them on the stack, not as a tuple),
+    and eigvals' backward, which solves a complex system, must work."""
+    g = torch.Generator().manual_seed(3)
+    a = torch.randn(4, 4, dtype=torch.complex64, generator=g) + 4 * torch.eye(4)
+    b = torch.randn(4, 2, dtype=torch.complex64, generator=g)
+    an, bn = a.to("neuron"), b.to("neuron")
+    with fallback_mode("silent"):
+        for got, want in ((torch.linalg.solve(an, bn), torch.linalg.solve(a, b)),
+                          (torch.linalg.inv(an), torch.linalg.inv(a)),
+                          (torch.linalg.det(an), torch.linalg.det(a))):
+            torch.testing.assert_close(got.cpu(), want, rtol=1e-4, atol=1e-4)
+        for got, want in zip(torch.linalg.slogdet(an), torch.linalg.slogdet(a)):
+            torch.testing.assert_close(got.cpu(), want, rtol=1e-4, atol=1e-4)
+        for got, want in zip(torch.linalg.lu_factor(an), torch.linalg.lu_factor(a)):
+            torch.testing.assert_close(got.cpu(), want, rtol=1e-4, atol=1e-4)
+        x = torch.randn(5, 5, generator=g, dtype=torch.float64)
+        xc, xn = x.clone().requires_grad_(), x.to("neuron").requires_grad_()
+        torch.linalg.eigvals(xc).abs().sum().backward()
+        torch.linalg.eigvals(xn).abs().sum().backward()
+        torch.testing.assert_close(xn.grad.cpu(), xc.grad, rtol=1e-6, atol=1e-8)

@@ -304,13 +304,20 @@ void lu_solve_kernel(const Tensor& LU, const Tensor& pivots, const Tensor& B, at
   launch(B.device().index(), task);
 }
 
+// Every result of aten op name.overload run on the CPU (run_on_cpu returns
+// only the first; these ops have several, left on the stack in order).
+torch::jit::Stack cpu_results(const char* name, const char* overload, torch::jit::Stack args) {
+  cpu_fallback(c10::Dispatcher::singleton().findSchemaOrThrow(name, overload), &args);
+  return args;
+}
+
 using LuFactorOp = at::native::structured_linalg_lu_factor_ex_out;
 using SolveOp = at::native::structured__linalg_solve_ex_out;
 
 std::tuple<Tensor, Tensor, Tensor> lu_factor_ex(const Tensor& A, bool pivot, bool check_errors) {
   if (!structured::all_native(A)) {
-    auto t = run_on_cpu("aten::linalg_lu_factor_ex", "", {A, pivot, check_errors}).toTuple();
-    return {t->elements()[0].toTensor(), t->elements()[1].toTensor(), t->elements()[2].toTensor()};
+    const auto t = cpu_results("aten::linalg_lu_factor_ex", "", {A, pivot, check_errors});
+    return {t[0].toTensor(), t[1].toTensor(), t[2].toTensor()};
   }
   structured::Functional<LuFactorOp, 3> op;
   op.meta(A, pivot, check_errors);
@@ -333,8 +340,8 @@ std::tuple<Tensor&, Tensor&, Tensor&> lu_factor_ex_out(const Tensor& A, bool piv
 
 std::tuple<Tensor, Tensor, Tensor, Tensor> solve_ex(const Tensor& A, const Tensor& B, bool left, bool check_errors) {
   if (!structured::all_native(A, B)) {
-    auto t = run_on_cpu("aten::_linalg_solve_ex", "", {A, B, left, check_errors}).toTuple();
-    const auto& e = t->elements();
+    const auto t = cpu_results("aten::_linalg_solve_ex", "", {A, B, left, check_errors});
+    const auto& e = t;
     return {e[0].toTensor(), e[1].toTensor(), e[2].toTensor(), e[3].toTensor()};
   }
   structured::Functional<SolveOp, 4> op;
@@ -363,8 +370,8 @@ using DetOp = at::native::structured__linalg_det_out;
 
 std::tuple<Tensor, Tensor> inv_ex(const Tensor& A, bool check_errors) {
   if (!structured::all_native(A)) {
-    auto t = run_on_cpu("aten::linalg_inv_ex", "", {A, check_errors}).toTuple();
-    return {t->elements()[0].toTensor(), t->elements()[1].toTensor()};
+    const auto t = cpu_results("aten::linalg_inv_ex", "", {A, check_errors});
+    return {t[0].toTensor(), t[1].toTensor()};
   }
   structured::Functional<InvOp, 2> op;
   op.meta(A, check_errors);
@@ -386,8 +393,8 @@ std::tuple<Tensor&, Tensor&> inv_ex_out(const Tensor& A, bool check_errors, Tens
 
 std::tuple<Tensor, Tensor, Tensor> det(const Tensor& A) {
   if (!structured::all_native(A)) {
-    auto t = run_on_cpu("aten::_linalg_det", "", {A}).toTuple();
-    return {t->elements()[0].toTensor(), t->elements()[1].toTensor(), t->elements()[2].toTensor()};
+    const auto t = cpu_results("aten::_linalg_det", "", {A});
+    return {t[0].toTensor(), t[1].toTensor(), t[2].toTensor()};
   }
   structured::Functional<DetOp, 3> op;
   op.meta(A);
@@ -411,8 +418,8 @@ using SlogdetOp = at::native::structured__linalg_slogdet_out;
 
 std::tuple<Tensor, Tensor, Tensor, Tensor> slogdet(const Tensor& A) {
   if (!structured::all_native(A)) {
-    auto t = run_on_cpu("aten::_linalg_slogdet", "", {A}).toTuple();
-    const auto& e = t->elements();
+    const auto t = cpu_results("aten::_linalg_slogdet", "", {A});
+    const auto& e = t;
     return {e[0].toTensor(), e[1].toTensor(), e[2].toTensor(), e[3].toTensor()};
   }
   structured::Functional<SlogdetOp, 4> op;
