@@ -398,17 +398,23 @@ int nk_conv_implicit(nrt_exec_ctx *ctx, int mode, const conv_geom *g, nrt_dtype 
   }
   int rc = 1;
   for (int64_t grp = 0; grp < g->groups && rc == 1; grp++) {
-    /* wt[c][o * kprod + t] = w[grp * og + o][c][kprod - 1 - t], walking w
-     * in its own order (o outer: each (o, c) a run of taps) */
-    for (int64_t o = 0; o < g->og; o++)
-      for (int64_t c = 0; c < g->cg; c++) {
-        const char *src = w->data + (grp * g->og + o) * w->sa + c * w->sb;
-        char *dst = wt + ((c * g->og + o) * g->kprod + g->kprod - 1) * ces;
-        if (ces == 4)
-          for (int64_t t = 0; t < g->kprod; t++) nk_write_f32(dst - t * 4, nk_read_f32(src + t * wks));
-        else
-          for (int64_t t = 0; t < g->kprod; t++) nk_write_f64(dst - t * 8, nk_read_f64(src + t * wks));
-      }
+    /* wt[c][o * kprod + t] = w[grp * og + o][c][kprod - 1 - t], in blocks
+     * of 32 o: each block's w rows stay in L1 while c walks them, and the
+     * block's part of wt row c is written in order (o-outer order had
+     * strided writes: at 512 x 512 channels the transpose cost as much as
+     * the product) */
+    for (int64_t ob = 0; ob < g->og; ob += 32) {
+      const int64_t oe = ob + 32 < g->og ? ob + 32 : g->og;
+      for (int64_t c = 0; c < g->cg; c++)
+        for (int64_t o = ob; o < oe; o++) {
+          const char *src = w->data + (grp * g->og + o) * w->sa + c * w->sb;
+          char *dst = wt + ((c * g->og + o) * g->kprod + g->kprod - 1) * ces;
+          if (ces == 4)
+            for (int64_t t = 0; t < g->kprod; t++) nk_write_f32(dst - t * 4, nk_read_f32(src + t * wks));
+          else
+            for (int64_t t = 0; t < g->kprod; t++) nk_write_f64(dst - t * 8, nk_read_f64(src + t * wks));
+        }
+    }
     rc = implicit_forward(ctx, &ig, ct, g->n, side_of(y, grp * g->og), wt, g->og * g->kprod * ces,
                           ces, side_of(x, grp * g->cg), NULL, 0);
   }
