@@ -315,21 +315,45 @@ static void NI(channels_forward)(void *arg, int64_t begin, int64_t end, int work
   free(buf);
 }
 
+/* The chunked passes' common walk: units [begin, end) loaded (x, and dy
+ * for the backward steps) and handed to one step. */
+#ifndef NI_STEPS_DEFINED
+#define NI_STEPS_DEFINED
+enum { NI_STATS, NI_APPLY, NI_DSUMS, NI_DX };
+#endif
+static void NI(unit_dx)(norm_plan *p, int64_t c, int64_t n0, int64_t rows, const NI_T *dy, int64_t lddy,
+                        const NI_T *x, int64_t ldx, const double *k3, NI_T *out);
+static void NI(units_walk)(norm_plan *p, int64_t begin, int64_t end, int step) {
+  const int backward = step == NI_DSUMS || step == NI_DX;
+  const nrt_operand *x = &p->o[backward ? 4 : 3], *dy = backward ? &p->o[3] : NULL;
+  NI_T *bx, *bd = NULL, *bo;
+  NI_T *buf = NI(unit_buf)(p, x, dy, &bx, backward ? &bd : NULL, &bo);
+  if (!buf) return;
+  for (int64_t u = begin; u < end; u++) {
+    int64_t c, n0, ldx, ldd = 0;
+    const int64_t rows = NI(unit_rows)(p, u, &c, &n0);
+    const NI_T *xc = NI(chan_in)(x, c, n0, rows, bx, &ldx);
+    const NI_T *dc = backward ? NI(chan_in)(dy, c, n0, rows, bd, &ldd) : NULL;
+    switch (step) {
+    case NI_STATS: NI(unit_stats)(p, xc, rows, ldx, &p->part[2 * u], &p->part[2 * u + 1]); break;
+    case NI_APPLY: NI(unit_apply)(p, c, n0, rows, xc, ldx, &p->ab[2 * c], bo); break;
+    case NI_DSUMS: {
+      double s1 = 0, s2 = 0;
+      NI_F(mdsums)(dc, ldd, xc, ldx, rows, p->S, (NI_T)NI(vec_at)(&p->o[5], c), &s1, &s2);
+      p->part[2 * u] = s1;
+      p->part[2 * u + 1] = s2;
+      break;
+    }
+    default: NI(unit_dx)(p, c, n0, rows, dc, ldd, xc, ldx, &p->ab[3 * c], bo); break;
+    }
+  }
+  free(buf);
+}
+
 /* forward, chunked, pass 1: each unit's mean and M2 into p->part */
 static void NI(units_stats)(void *arg, int64_t begin, int64_t end, int worker) {
   (void)worker;
-  norm_plan *p = arg;
-  const nrt_operand *x = &p->o[3];
-  NI_T *bx, *bo;
-  NI_T *buf = NI(unit_buf)(p, x, NULL, &bx, NULL, &bo);
-  if (!buf) return;
-  for (int64_t u = begin; u < end; u++) {
-    int64_t c, n0, ld;
-    const int64_t rows = NI(unit_rows)(p, u, &c, &n0);
-    const NI_T *xc = NI(chan_in)(x, c, n0, rows, bx, &ld);
-    NI(unit_stats)(p, xc, rows, ld, &p->part[2 * u], &p->part[2 * u + 1]);
-  }
-  free(buf);
+  NI(units_walk)(arg, begin, end, NI_STATS);
 }
 
 /* forward, chunked, between the passes: channels [begin, end) combine
@@ -354,18 +378,7 @@ static void NI(chans_combine)(norm_plan *p, int64_t begin, int64_t end) {
 /* forward, chunked, pass 2: y of each unit */
 static void NI(units_apply)(void *arg, int64_t begin, int64_t end, int worker) {
   (void)worker;
-  norm_plan *p = arg;
-  const nrt_operand *x = &p->o[3];
-  NI_T *bx, *bo;
-  NI_T *buf = NI(unit_buf)(p, x, NULL, &bx, NULL, &bo);
-  if (!buf) return;
-  for (int64_t u = begin; u < end; u++) {
-    int64_t c, n0, ld;
-    const int64_t rows = NI(unit_rows)(p, u, &c, &n0);
-    const NI_T *xc = NI(chan_in)(x, c, n0, rows, bx, &ld);
-    NI(unit_apply)(p, c, n0, rows, xc, ld, &p->ab[2 * c], bo);
-  }
-  free(buf);
+  NI(units_walk)(arg, begin, end, NI_APPLY);
 }
 
 /* backward: does channel c need sum dy and sum dy * (x - mean)? */
@@ -438,22 +451,7 @@ static void NI(channels_backward)(void *arg, int64_t begin, int64_t end, int wor
 /* backward, chunked, pass 1: each unit's two sums into p->part */
 static void NI(units_dsums)(void *arg, int64_t begin, int64_t end, int worker) {
   (void)worker;
-  norm_plan *p = arg;
-  const nrt_operand *dy = &p->o[3], *x = &p->o[4];
-  NI_T *bx, *bd, *bo;
-  NI_T *buf = NI(unit_buf)(p, x, dy, &bx, &bd, &bo);
-  if (!buf) return;
-  for (int64_t u = begin; u < end; u++) {
-    int64_t c, n0, ldx, ldd;
-    const int64_t rows = NI(unit_rows)(p, u, &c, &n0);
-    const NI_T *xc = NI(chan_in)(x, c, n0, rows, bx, &ldx);
-    const NI_T *dc = NI(chan_in)(dy, c, n0, rows, bd, &ldd);
-    double s1 = 0, s2 = 0;
-    NI_F(mdsums)(dc, ldd, xc, ldx, rows, p->S, (NI_T)NI(vec_at)(&p->o[5], c), &s1, &s2);
-    p->part[2 * u] = s1;
-    p->part[2 * u + 1] = s2;
-  }
-  free(buf);
+  NI(units_walk)(arg, begin, end, NI_DSUMS);
 }
 
 /* backward, chunked, between the passes: the units' sums in order */
@@ -473,17 +471,5 @@ static void NI(chans_dcombine)(norm_plan *p, int64_t begin, int64_t end) {
 /* backward, chunked, pass 2: dx of each unit */
 static void NI(units_dx)(void *arg, int64_t begin, int64_t end, int worker) {
   (void)worker;
-  norm_plan *p = arg;
-  const nrt_operand *dy = &p->o[3], *x = &p->o[4];
-  NI_T *bx, *bd, *bo;
-  NI_T *buf = NI(unit_buf)(p, x, dy, &bx, &bd, &bo);
-  if (!buf) return;
-  for (int64_t u = begin; u < end; u++) {
-    int64_t c, n0, ldx, ldd;
-    const int64_t rows = NI(unit_rows)(p, u, &c, &n0);
-    const NI_T *xc = NI(chan_in)(x, c, n0, rows, bx, &ldx);
-    const NI_T *dc = NI(chan_in)(dy, c, n0, rows, bd, &ldd);
-    NI(unit_dx)(p, c, n0, rows, dc, ldd, xc, ldx, &p->ab[3 * c], bo);
-  }
-  free(buf);
+  NI(units_walk)(arg, begin, end, NI_DX);
 }
