@@ -87,7 +87,8 @@ struct nrt_stream {
   _Alignas(64) pthread_mutex_t push_lock; /* launchers only */
   /* Read by both sides on every task, written only around a sleep: a line
    * that stays shared instead of bouncing. */
-  _Alignas(64) atomic_int worker_sleeping, waiters, space_waiters;
+  _Alignas(64) atomic_int worker_sleeping, space_waiters;
+  _Atomic uint64_t wake_seq; /* the first head a sleeping waiter needs (UINT64_MAX: none) */
   atomic_int worker_started;
   _Alignas(64) pthread_mutex_t lock; /* sleep/wake and the error slot */
   pthread_cond_t work_cv, done_cv, space_cv;

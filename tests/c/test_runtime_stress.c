@@ -49,6 +49,48 @@ static void *worker_main(void *p) {
   return NULL;
 }
 
+/* A ring overfilled several times while other host threads synchronise on
+ * events recorded at different points: the launcher sleeps until the ring
+ * is half empty and each synchroniser is woken once its own task is done
+ * (wake_seq), so every wait must still end and every task run once. */
+enum { FLOOD_TASKS = 5000, FLOOD_EVENTS = 4 };
+typedef struct flood_wait {
+  nrt_event *ev;
+  int failures;
+} flood_wait;
+
+static void *flood_waiter(void *p) {
+  flood_wait *w = p;
+  w->failures += nrt_event_synchronize(w->ev) != NRT_SUCCESS;
+  return NULL;
+}
+
+static void check_flooded_ring(void) {
+  nrt_stream *s;
+  CHECK_OK(nrt_stream_from_pool(0, 0, &s));
+  int64_t counter = 0;
+  flood_wait waits[FLOOD_EVENTS];
+  pthread_t th[FLOOD_EVENTS];
+  CHECK_OK(launch_sleep(s, 20000)); /* the ring fills behind it */
+  for (int i = 0; i < FLOOD_TASKS; i++) {
+    CHECK(launch_add(s, &counter, 1) == NRT_SUCCESS);
+    if (i % (FLOOD_TASKS / FLOOD_EVENTS) == FLOOD_TASKS / FLOOD_EVENTS / 2) {
+      flood_wait *w = &waits[i / (FLOOD_TASKS / FLOOD_EVENTS)];
+      CHECK_OK(nrt_event_create(0, &w->ev));
+      CHECK_OK(nrt_event_record(w->ev, s));
+      w->failures = 0;
+      pthread_create(&th[i / (FLOOD_TASKS / FLOOD_EVENTS)], NULL, flood_waiter, w);
+    }
+  }
+  CHECK_OK(nrt_stream_synchronize(s));
+  CHECK(counter == FLOOD_TASKS);
+  for (int i = 0; i < FLOOD_EVENTS; i++) {
+    pthread_join(th[i], NULL);
+    CHECK(waits[i].failures == 0);
+    CHECK_OK(nrt_event_destroy(waits[i].ev));
+  }
+}
+
 int main(void) {
   setenv("TORCHNEURON_HBM_SIZE", "256M", 1);
   setenv("TORCHNEURON_DEVICE_COUNT", "2", 1);
@@ -61,6 +103,7 @@ int main(void) {
     pthread_create(&th[i], NULL, worker_main, &args[i]);
   }
   for (int i = 0; i < HOST_THREADS; i++) pthread_join(th[i], NULL);
+  check_flooded_ring();
   for (int i = 0; i < HOST_THREADS; i++) {
     CHECK(args[i].failures == 0);
     for (int k = 0; k < STREAMS; k++) CHECK(args[i].counters[k] == ROUNDS / STREAMS);
