@@ -260,3 +260,39 @@ def test_bias_epilogue_linear_3d(native):
     for self_ in (rand(40, gen=g), rand(50, 1, gen=g), rand(1, gen=g)):
         assert_same(torch.addmm(self_.to("neuron"), a.to("neuron"), m2.to("neuron"), beta=0.5),
                     torch.addmm(self_, a, m2, beta=0.5), **tol(torch.float32, 70))
+
+
+@pytest.mark.parametrize("dtype", FLOATS + [torch.int64])
+def test_addend_operand_paths(native, dtype):
+    """addmm/baddbmm/addmv hand a broadcast self to the kernel as its addend
+    (out = alpha a b + beta c): Linear-with-bias shapes for every dtype
+    (bfloat16/float16 through the workspace store, floats through the tile
+    epilogue), a transposed output and a broadcast batched self."""
+    g = torch.Generator().manual_seed(5)
+    x, w, b = rand(70, 45, dtype=dtype, gen=g), rand(33, 45, dtype=dtype, gen=g), rand(33, dtype=dtype, gen=g)
+    kw = tol(dtype, 45) if dtype.is_floating_point else {}
+    fn = lambda x, w, b: torch.addmm(b, x, w.t(), beta=2 if not dtype.is_floating_point else 0.5)
+    assert_same(fn(x.to("neuron"), w.to("neuron"), b.to("neuron")), expected(fn, x, w, b, dtype=dtype), **kw)
+    out_t = torch.empty(33, 70, dtype=dtype).t()
+    dout_t = torch.empty(33, 70, dtype=dtype, device="neuron").t()
+    torch.addmm(b, x, w.t(), out=out_t)
+    torch.addmm(b.to("neuron"), x.to("neuron"), w.t().to("neuron"), out=dout_t)
+    assert_same(dout_t, out_t, **kw)
+    bb = rand(3, 1, 33, dtype=dtype, gen=g)
+    xs, ws = rand(3, 20, 45, dtype=dtype, gen=g), rand(3, 45, 33, dtype=dtype, gen=g)
+    fn3 = lambda bb, xs, ws: torch.baddbmm(bb, xs, ws)
+    assert_same(fn3(bb.to("neuron"), xs.to("neuron"), ws.to("neuron")), expected(fn3, bb, xs, ws, dtype=dtype), **kw)
+
+
+def test_addend_other_dtype_self():
+    """A float64 self with float32 matrices (out= in float32): the CPU's
+    behaviour, whatever it is, on neuron."""
+    a, m2, s = torch.rand(8, 5), torch.rand(5, 6), torch.rand(6, dtype=torch.float64)
+    try:
+        want = torch.addmm(s, a, m2, out=torch.empty(8, 6))
+    except RuntimeError as e:
+        with pytest.raises(RuntimeError, match=str(e).split("\n")[0][:40]):
+            torch.addmm(s.to("neuron"), a.to("neuron"), m2.to("neuron"), out=torch.empty(8, 6, device="neuron"))
+        return
+    got = torch.addmm(s.to("neuron"), a.to("neuron"), m2.to("neuron"), out=torch.empty(8, 6, device="neuron"))
+    assert_same(got, want)

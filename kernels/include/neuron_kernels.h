@@ -172,10 +172,12 @@ typedef struct nk_random_params {
 } nk_random_params;
 
 /* GEMM.  operands: [0] out (batch, m, n), [1] a (batch, m, k), [2] b
- * (batch, k, n): 3-d, one dtype, any byte strides (a transposed or
- * broadcast matrix is only strides, never a copy).
- * out <- alpha * (a @ b) + beta * out; beta == 0 does not read out (BLAS's
- * rule: NaN in out does not propagate).  Accumulates in float32 for
+ * (batch, k, n), optionally [3] c (batch, m, n): 3-d, one dtype, any byte
+ * strides (a transposed or broadcast matrix is only strides, never a copy;
+ * addmm's bias is a c with row stride 0).
+ * out <- alpha * (a @ b) + beta * out, or with c: out <- alpha * (a @ b) +
+ * beta * c (out not read; c must not overlap out).  beta == 0 does not read
+ * out or c (BLAS's rule: NaN there does not propagate).  Accumulates in float32 for
  * float16/bfloat16/float32, float64 for float64, wrapping int64 for the
  * integer dtypes; bool is refused.  The result does not depend on the thread
  * count. */

@@ -43,7 +43,14 @@
  *    with unit stride along k) skip packing: dot products per row, or axpy
  *    sweeps for a column-major matrix; small problems run serially.
  *  - Buffers (per-call, 64-byte aligned) are cached per calling thread and
- *    grown on demand, so steady-state calls do not fault pages in. */
+ *    grown on demand, so steady-state calls do not fault pages in.
+ *  - An addend c (operand 3: out = alpha * a @ b + beta * c, c broadcast by
+ *    strides) is added where each tile is finished, while the tile is in
+ *    L1: to the micro-kernel's tile after the last k block (direct
+ *    outputs) or inside the workspace store (others, one rounding).
+ *    addmm's bias had been copied into out first and read back with beta
+ *    = 1: a pass over out for nothing, and for bfloat16 outputs a
+ *    per-element convert-and-store that took twice the product's time. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -207,7 +214,10 @@ typedef struct gemm_plan {
   int64_t mc, kc, nc;        /* mc a multiple of mr, nc of nr */
   int64_t batch, m, n, k;
   nrt_operand out, a, b;     /* 3-d: (batch, rows, cols) */
-  nk_scalar alpha, beta;
+  nk_scalar alpha, beta;     /* beta scales out; 0 when an addend c is given */
+  nrt_operand c;             /* the addend (has_c), 3-d like out */
+  int has_c;
+  nk_scalar c_scale;         /* its scale */
   int direct;                /* out is the compute type with unit column stride */
   int pairs;                 /* bfloat16 packed in k pairs for the dot-product kernel */
   nk_gemm_indirect ind;      /* offset tables (all NULL: plain strides) */
@@ -396,48 +406,69 @@ static void pack(const gemm_plan *p, const matrix *x, int64_t r0, int64_t rows, 
 
 /* ------------------------------------------------------------ storing */
 
-/* out = alpha * ws + beta * out over rows x cols (ws in the compute type,
- * leading dimension ld), rounding once to out's dtype. */
+/* A float row of n values of matrix x (dtype t, element stride cs) as
+ * float32: in place when it already is, else converted into buf; a
+ * broadcast row (cs 0) is filled with its one value. */
+static const float *float_row(nrt_dtype t, const char *x, int64_t cs, int64_t n, float *buf) {
+  if (cs == 0) {
+    const float v = nk_load_f32(t, x);
+    for (int64_t j = 0; j < n; j++) buf[j] = v;
+    return buf;
+  }
+  return nk_half_pick()->in(t, x, cs, n, buf);
+}
+
+/* out = alpha * ws + beta * out (or + c_beta * c) over rows x cols (ws in
+ * the compute type, leading dimension ld; the tile's rows and columns start
+ * at i0 / j0 of this batch entry, whose addend starts at cdata), rounding
+ * once to out's dtype.  Float rows go through the per-ISA row conversions
+ * (this file is built for the baseline ISA, 4 lanes wide) in blocks of
+ * ROW_BLOCK columns. */
+#define ROW_BLOCK 256
 static void store_ws(const gemm_plan *p, const char *ws, int64_t ld, char *out, int64_t rs,
-                     int64_t cs, int64_t rows, int64_t cols) {
-  const nrt_dtype t = (nrt_dtype)p->out.dtype;
+                     int64_t cs, int64_t rows, int64_t cols, const char *cdata, int64_t i0,
+                     int64_t j0) {
+  const nrt_dtype t = (nrt_dtype)p->out.dtype, ct = (nrt_dtype)p->c.dtype;
   for (int64_t i = 0; i < rows; i++) {
     char *o = out + i * rs;
     if (p->cls == NK_CLASS_FLOAT) {
       const float *w = (const float *)ws + i * ld, al = (float)p->alpha.f, be = (float)p->beta.f;
-      if (be == 0 && al == 1 && cs == 2 && (t == NRT_BFLOAT16 || t == NRT_FLOAT16)) {
-        /* the common 16-bit output: the per-ISA row conversion (this file
-         * is built for the baseline ISA, 4 lanes wide) */
-        nk_half_pick()->out(t, o, 2, cols, w);
+      const float cb = (float)p->c_scale.f;
+      if (!p->has_c && be == 0 && al == 1) {
+        nk_half_pick()->out(t, o, cs, cols, w);
         continue;
       }
-      if (be == 0 && cs == 2 && (t == NRT_BFLOAT16 || t == NRT_FLOAT16)) {
-        /* the common 16-bit output, one loop per dtype the compiler can
-         * vectorise (the generic store below switches per element) */
-        uint16_t *d = (uint16_t *)o;
-        if (t == NRT_BFLOAT16)
-          for (int64_t j = 0; j < cols; j++) d[j] = nk_f32_to_bf16(al * w[j]);
-        else
-          for (int64_t j = 0; j < cols; j++) d[j] = nk_f32_to_f16(al * w[j]);
-        continue;
-      }
-      for (int64_t j = 0; j < cols; j++, o += cs) {
-        float v = al * w[j];
-        if (be != 0) v += be * nk_load_f32(t, o);
-        nk_store_f32(t, o, v);
+      const char *crow = p->has_c ? cdata + (i0 + i) * p->c.strides[1] : NULL;
+      for (int64_t b = 0; b < cols; b += ROW_BLOCK) {
+        const int64_t n = cols - b < ROW_BLOCK ? cols - b : ROW_BLOCK;
+        float v[ROW_BLOCK], tmp[ROW_BLOCK];
+        for (int64_t j = 0; j < n; j++) v[j] = al * w[b + j];
+        if (crow) {
+          const int64_t ccs = p->c.strides[2];
+          const float *x = float_row(ct, crow + (j0 + b) * ccs, ccs, n, tmp);
+          for (int64_t j = 0; j < n; j++) v[j] += cb * x[j];
+        } else if (be != 0) {
+          const float *x = float_row(t, o + b * cs, cs, n, tmp);
+          for (int64_t j = 0; j < n; j++) v[j] += be * x[j];
+        }
+        nk_half_pick()->out(t, o + b * cs, cs, n, v);
       }
     } else if (p->cls == NK_CLASS_DOUBLE) {
       const double *w = (const double *)ws + i * ld;
+      const char *crow = p->has_c ? cdata + (i0 + i) * p->c.strides[1] + j0 * p->c.strides[2] : NULL;
       for (int64_t j = 0; j < cols; j++, o += cs) {
         double v = p->alpha.f * w[j];
-        if (p->beta.f != 0) v += p->beta.f * nk_load_f64(t, o);
+        if (crow) v += p->c_scale.f * nk_load_f64(ct, crow + j * p->c.strides[2]);
+        else if (p->beta.f != 0) v += p->beta.f * nk_load_f64(t, o);
         nk_store_f64(t, o, v);
       }
     } else {
       const int64_t *w = (const int64_t *)ws + i * ld;
+      const char *crow = p->has_c ? cdata + (i0 + i) * p->c.strides[1] + j0 * p->c.strides[2] : NULL;
       for (int64_t j = 0; j < cols; j++, o += cs) {
         uint64_t r = (uint64_t)p->alpha.i * (uint64_t)w[j];
-        if (p->beta.i != 0) r += (uint64_t)p->beta.i * (uint64_t)nk_load_i64(t, o);
+        if (crow) r += (uint64_t)p->c_scale.i * (uint64_t)nk_load_i64(ct, crow + j * p->c.strides[2]);
+        else if (p->beta.i != 0) r += (uint64_t)p->beta.i * (uint64_t)nk_load_i64(t, o);
         nk_store_i64(t, o, (int64_t)r);
       }
     }
@@ -462,6 +493,30 @@ static void merge_tile(nk_class cls, const char *t, int nr, char *c, int64_t ldc
       int64_t *d = (int64_t *)c + i * ldc;
       for (int64_t j = 0; j < cols; j++)
         d[j] = b == 0 ? s[j] : (int64_t)((uint64_t)s[j] + (uint64_t)b * (uint64_t)d[j]);
+    }
+  }
+}
+
+/* dst (rows x cols of a finished tile of a direct output, leading dimension
+ * ld elements) += c_scale * c over the same rows and columns; c has out's
+ * dtype, which is the compute type. */
+static void add_c_tile(const gemm_plan *p, const char *cdata, char *dst, int64_t ld, int64_t i0,
+                       int64_t j0, int64_t rows, int64_t cols) {
+  const int64_t rs = p->c.strides[1], cs = p->c.strides[2];
+  for (int64_t i = 0; i < rows; i++) {
+    const char *c = cdata + (i0 + i) * rs + j0 * cs;
+    if (p->cls == NK_CLASS_FLOAT) {
+      float *d = (float *)(void *)dst + i * ld;
+      const float cb = (float)p->c_scale.f;
+      if (cs == 4) {
+        const float *x = (const float *)(const void *)c;
+        for (int64_t j = 0; j < cols; j++) d[j] += cb * x[j];
+      } else {
+        for (int64_t j = 0; j < cols; j++) d[j] += cb * nk_read_f32(c + j * cs);
+      }
+    } else {
+      double *d = (double *)(void *)dst + i * ld;
+      for (int64_t j = 0; j < cols; j++) d[j] += p->c_scale.f * nk_read_f64(c + j * cs);
     }
   }
 }
@@ -500,6 +555,7 @@ typedef struct panel {
   const gemm_buffers *buf;
   matrix a, bt;      /* A as (m, k), B transposed as (n, k) */
   char *out;         /* this batch entry's output */
+  const char *cdata; /* and its addend (has_c) */
   int64_t j0, nc;    /* the panel's columns */
   int64_t p0, kc;    /* the k block */
   int64_t kp;        /* its packed length: kc, or its pairs (gemm_plan.pairs) */
@@ -568,11 +624,14 @@ static void compute_range(void *arg, int64_t begin, int64_t end, int worker) {
         if (boff) p->arch.ukr_rows(pn->kp, as, bbase, boff, dst, ld, alpha, bt);
         else p->arch.ukr(pn->kp, as, bs, dst, ld, alpha, bt);
         if (!full) merge_tile(p->cls, tile, nr, ct, ldc, r, cols, beta);
+        if (p->direct && p->has_c && pn->last)
+          add_c_tile(p, pn->cdata, ct, ldc, i0 + ir, pn->j0 + jr, r, cols);
       }
     }
     if (!p->direct && pn->last) {
       char *o = pn->out + i0 * p->out.strides[1] + (pn->j0 + jb) * p->out.strides[2];
-      store_ws(p, c, pn->nc, o, p->out.strides[1], p->out.strides[2], rows, je - jb);
+      store_ws(p, c, pn->nc, o, p->out.strides[1], p->out.strides[2], rows, je - jb, pn->cdata, i0,
+               pn->j0 + jb);
     }
   }
 }
@@ -590,6 +649,7 @@ static void gemm_one(const gemm_plan *p, const gemm_buffers *buf, int64_t bi, in
   pn.bt = (matrix){(const char *)p->b.data + bi * p->b.strides[0], (nrt_dtype)p->b.dtype,
                    p->b.strides[2], p->b.strides[1], p->ind.b_cols, p->ind.b_rows};
   pn.out = (char *)p->out.data + bi * p->out.strides[0];
+  pn.cdata = p->has_c ? (const char *)p->c.data + bi * p->c.strides[0] : NULL;
   const int mr = p->arch.mr, nr = p->arch.nr;
   const int threads = parallel ? buf->workers : 1;
   /* MC: the cache's, but small enough to give every thread some rows. */
@@ -637,6 +697,8 @@ typedef struct gemv {
   const gemm_plan *p;
   const char *x, *v, *out;
   int64_t rows, k, xrs, xcs, vs, os;
+  const char *c; /* the addend's entries, cstride apart (has_c) */
+  int64_t cstride;
   int dot_form;
   char *vbuf; /* v made contiguous (dot form), or NULL if it already is */
 } gemv;
@@ -644,13 +706,14 @@ typedef struct gemv {
 #define NK_GEMV_RANGE(name, T, LOADV)                                                        \
   static void name(const gemv *g, int64_t begin, int64_t end) {                             \
     const gemm_plan *p = g->p;                                                              \
-    const T alpha = (T)p->alpha.f, beta = (T)p->beta.f;                                     \
+    const T alpha = (T)p->alpha.f, beta = (T)p->beta.f, cb = (T)p->c_scale.f;               \
     const T *v = g->vbuf ? (const T *)g->vbuf : (const T *)g->v;                            \
     if (g->dot_form) {                                                                      \
       T (*dot)(int64_t, const T *, const T *) = (T(*)(int64_t, const T *, const T *))p->arch.dot; \
       for (int64_t i = begin; i < end; i++) {                                               \
         T s = alpha * dot(g->k, (const T *)(g->x + i * g->xrs), v);                          \
         T *o = (T *)(g->out + i * g->os);                                                   \
+        if (g->c) s += cb * *(const T *)(const void *)(g->c + i * g->cstride);              \
         *o = beta == 0 ? s : s + beta * *o;                                                 \
       }                                                                                     \
       return;                                                                               \
@@ -668,6 +731,7 @@ typedef struct gemv {
       for (int64_t i = 0; i < n; i++) {                                                     \
         T *o = (T *)(g->out + (i0 + i) * g->os);                                            \
         T s = alpha * acc[i];                                                               \
+        if (g->c) s += cb * *(const T *)(const void *)(g->c + (i0 + i) * g->cstride);       \
         *o = beta == 0 ? s : s + beta * *o;                                                 \
       }                                                                                     \
     }                                                                                       \
@@ -692,18 +756,20 @@ static int try_gemv(const gemm_plan *p) {
   if (!p->direct || (p->n != 1 && p->m != 1) || p->k == 0) return 0;
   const int64_t es = (int64_t)p->es;
   /* As rows x k matrix x times vector v into out (stride os). */
-  int64_t rows, xrs, xcs, vs, os, xb, vb;
+  int64_t rows, xrs, xcs, vs, os, xb, vb, cst;
   const char *xd, *vd;
   if (p->n == 1) {
     rows = p->m;
     xd = p->a.data, xb = p->a.strides[0], xrs = p->a.strides[1], xcs = p->a.strides[2];
     vd = p->b.data, vb = p->b.strides[0], vs = p->b.strides[1];
     os = p->out.strides[1];
+    cst = p->c.strides[1];
   } else {
     rows = p->n;
     xd = p->b.data, xb = p->b.strides[0], xrs = p->b.strides[2], xcs = p->b.strides[1];
     vd = p->a.data, vb = p->a.strides[0], vs = p->a.strides[2];
     os = p->out.strides[2];
+    cst = p->c.strides[2];
   }
   const int dot_form = xcs == es;
   if (!dot_form && !(xrs == es && rows > 1)) return 0;
@@ -713,8 +779,10 @@ static int try_gemv(const gemm_plan *p) {
     if (!vbuf) return 0;
   }
   for (int64_t bi = 0; bi < p->batch; bi++) {
-    gemv g = {p, xd + bi * xb, vd + bi * vb, (const char *)p->out.data + bi * p->out.strides[0],
-              rows, p->k, xrs, xcs, vs, os, dot_form, vbuf};
+    gemv g = {.p = p, .x = xd + bi * xb, .v = vd + bi * vb,
+              .out = (const char *)p->out.data + bi * p->out.strides[0], .rows = rows, .k = p->k,
+              .xrs = xrs, .xcs = xcs, .vs = vs, .os = os, .dot_form = dot_form, .vbuf = vbuf,
+              .c = p->has_c ? (const char *)p->c.data + bi * p->c.strides[0] : NULL, .cstride = cst};
     if (vbuf)
       for (int64_t q = 0; q < p->k; q++) memcpy(vbuf + q * es, g.v + q * vs, (size_t)es);
     const int64_t grain = dot_form ? 1 + (1 << 16) / p->k : 256 * (1 + (1 << 16) / (256 * p->k));
@@ -800,7 +868,31 @@ static int plan_gemm(nrt_exec_ctx *ctx, const nrt_operand *ops, nk_scalar alpha,
   return 0;
 }
 
-/* out = beta * out (k == 0: the product is empty). */
+/* The addend c of out <- alpha * a @ b + beta * c: checked against out,
+ * then beta moves from out to c (out is written, not read).  beta == 0
+ * ignores c, as it would ignore out. */
+static int plan_addend(nrt_exec_ctx *ctx, const nrt_operand *c, gemm_plan *p) {
+  if (c->ndim != 3 || c->dtype != p->out.dtype) {
+    nrt_exec_fail(ctx, "gemm: the addend must be 3-d with out's dtype");
+    return -1;
+  }
+  for (int d = 0; d < 3; d++)
+    if (c->sizes[d] != p->out.sizes[d]) {
+      nrt_exec_fail(ctx, "gemm: the addend's shape (%lld, %lld, %lld) is not out's",
+                    (long long)c->sizes[0], (long long)c->sizes[1], (long long)c->sizes[2]);
+      return -1;
+    }
+  const int zero = p->cls == NK_CLASS_FLOAT || p->cls == NK_CLASS_DOUBLE ? p->beta.f == 0 : p->beta.i == 0;
+  if (zero) return 0;
+  p->has_c = 1;
+  p->c = *c;
+  p->c_scale = p->beta;
+  p->beta = (nk_scalar){0.0, 0};
+  set_compute(p->cls, p->beta_c, p->beta);
+  return 0;
+}
+
+/* out = beta * out, or beta * c (k == 0: the product is empty). */
 static void scale_out(const gemm_plan *p) {
   const nrt_dtype t = (nrt_dtype)p->out.dtype;
   for (int64_t bi = 0; bi < p->batch; bi++)
@@ -808,6 +900,14 @@ static void scale_out(const gemm_plan *p) {
       for (int64_t j = 0; j < p->n; j++) {
         char *o = (char *)p->out.data + bi * p->out.strides[0] + i * p->out.strides[1] +
                   j * p->out.strides[2];
+        if (p->has_c) {
+          const char *c = (const char *)p->c.data + bi * p->c.strides[0] + i * p->c.strides[1] +
+                          j * p->c.strides[2];
+          if (p->cls == NK_CLASS_FLOAT) nk_store_f32(t, o, (float)p->c_scale.f * nk_load_f32(t, c));
+          else if (p->cls == NK_CLASS_DOUBLE) nk_store_f64(t, o, p->c_scale.f * nk_load_f64(t, c));
+          else nk_store_i64(t, o, (int64_t)((uint64_t)p->c_scale.i * (uint64_t)nk_load_i64(t, c)));
+          continue;
+        }
         if (p->cls == NK_CLASS_FLOAT)
           nk_store_f32(t, o, p->beta.f == 0 ? 0.0f : (float)p->beta.f * nk_load_f32(t, o));
         else if (p->cls == NK_CLASS_DOUBLE)
@@ -828,14 +928,23 @@ static void batch_range(void *arg, int64_t begin, int64_t end, int worker) {
   for (int64_t bi = begin; bi < end; bi++) gemm_one(r->p, &r->bufs[worker], bi, 0, 0);
 }
 
+static int gemm_run(nrt_exec_ctx *ctx, const nrt_operand ops[3], const nrt_operand *c,
+                    nk_scalar alpha, nk_scalar beta, const nk_gemm_indirect *ind);
+
 int nk_gemm_operands(nrt_exec_ctx *ctx, const nrt_operand ops[3], nk_scalar alpha, nk_scalar beta) {
-  return nk_gemm_operands_indirect(ctx, ops, alpha, beta, NULL);
+  return gemm_run(ctx, ops, NULL, alpha, beta, NULL);
 }
 
 int nk_gemm_operands_indirect(nrt_exec_ctx *ctx, const nrt_operand ops[3], nk_scalar alpha,
                               nk_scalar beta, const nk_gemm_indirect *ind) {
+  return gemm_run(ctx, ops, NULL, alpha, beta, ind);
+}
+
+static int gemm_run(nrt_exec_ctx *ctx, const nrt_operand ops[3], const nrt_operand *c,
+                    nk_scalar alpha, nk_scalar beta, const nk_gemm_indirect *ind) {
   gemm_plan plan;
   if (plan_gemm(ctx, ops, alpha, beta, &plan)) return -1;
+  if (c && plan_addend(ctx, c, &plan)) return -1;
   if (ind && (ind->b_rows || ind->b_cols)) {
     if (ops[2].dtype != NRT_FLOAT32 && ops[2].dtype != NRT_FLOAT64) {
       nrt_exec_fail(ctx, "gemm: indirect operands must be float32 or float64");
@@ -934,7 +1043,8 @@ int64_t nk_peak_fma(int64_t iters, int f64, int threads) {
 }
 
 int nk_gemm_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
-  if (nk_check_operands(task, ctx, "gemm", 3)) return -1;
+  if (nk_check_operands(task, ctx, "gemm", task->n_operands == 4 ? 4 : 3)) return -1;
   const nk_gemm_params *prm = (const nk_gemm_params *)task->params;
-  return nk_gemm_operands(ctx, task->operands, prm->alpha, prm->beta);
+  return gemm_run(ctx, task->operands, task->n_operands == 4 ? &task->operands[3] : NULL, prm->alpha,
+                  prm->beta, NULL);
 }

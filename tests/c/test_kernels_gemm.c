@@ -8,9 +8,15 @@
  * randomised sweep, nk_gemm_operands called from inside a parallel region
  * (serial there; bit-identical to the pooled run), b given through row or
  * column offset tables (nk_gemm_operands_indirect: packed and unpacked, 8-
- * and 12-row kernels), and the validation failures. */
+ * and 12-row kernels), an addend operand c (out = alpha a b + beta c: a
+ * full matrix, addmm's bias broadcast along rows, a column broadcast; out
+ * is NaN and must not be read; every output path: direct tiles, the
+ * workspace, matrix-vector, k = 0), and the validation failures. */
 #define _POSIX_C_SOURCE 200809L
 #include "test_kernels_util.h"
+
+/* the case tables leave gcase's trailing fields (addend) zero on purpose */
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 
 /* kernels/src/gemm.h: the entries other kernels call */
 int nk_gemm_operands(nrt_exec_ctx *ctx, const nrt_operand ops[3], nk_scalar alpha, nk_scalar beta);
@@ -27,7 +33,9 @@ typedef struct gcase {
   int a_transposed, b_transposed, b_broadcast;
   double alpha, beta;
   int out_transposed, sliced; /* out stored (n, m); a, b, out every other element */
+  int addend; /* ADD_*: operand 3 c replaces out in beta's term */
 } gcase;
+enum { ADD_NONE, ADD_FULL, ADD_ROW_BIAS, ADD_COLUMN };
 
 /* tolerance for a sum of k products of values in [-1, 1] */
 static double tolerance(nrt_dtype t, int64_t k) {
@@ -73,15 +81,28 @@ static void check_case(const gcase *c) {
   /* out element (bi, i, j) at logical index o_index */
   int64_t o_st[3] = {M * N, c->out_transposed ? 1 : N, c->out_transposed ? M : 1};
   for (int64_t i = 0; i < B * M * N; i++) {
-    vo[i] = c->beta == 0 && !tk_is_integral(t) ? (tk_value){0, 0, NAN} : random_value(t);
+    vo[i] = (c->beta == 0 || c->addend) && !tk_is_integral(t) ? (tk_value){0, 0, NAN} : random_value(t);
     tk_put(t, out + i * sl * es, vo[i]);
   }
+  /* the addend: values vc at logical (bi, i, j) -> vc[bi * M * N + i * N + j],
+   * stored contiguous (full), as one row of n (bias) or one column of m */
+  tk_value *vc = malloc(sizeof *vc * (size_t)(B * M * N + 1));
+  tk_value *vstore = malloc(sizeof *vstore * (size_t)(B * M * N + 1));
+  char *cbuf = tk_alloc((size_t)((B * M * N + 1) * es));
+  int64_t c_st[3] = {M * N, N, 1};
+  if (c->addend == ADD_ROW_BIAS) c_st[0] = 0, c_st[1] = 0;
+  if (c->addend == ADD_COLUMN) c_st[0] = 0, c_st[1] = 1, c_st[2] = 0;
+  for (int64_t i = 0; i < B * M * N; i++) tk_put(t, cbuf + i * es, vstore[i] = random_value(t));
+  for (int64_t bi = 0; bi < B; bi++)
+    for (int64_t i = 0; i < M; i++)
+      for (int64_t j = 0; j < N; j++) vc[bi * M * N + i * N + j] = vstore[bi * c_st[0] + i * c_st[1] + j * c_st[2]];
   int64_t a_st_e[3], b_st_e[3], o_st_e[3];
   for (int d = 0; d < 3; d++) a_st_e[d] = a_st[d] * sl, b_st_e[d] = b_st[d] * sl, o_st_e[d] = o_st[d] * sl;
-  nrt_operand ops[3] = {tk_operand(out, t, 3, (int64_t[]){B, M, N}, o_st_e),
-                        tk_operand(a, t, 3, a_sz, a_st_e), tk_operand(b, t, 3, b_sz, b_st_e)};
+  nrt_operand ops[4] = {tk_operand(out, t, 3, (int64_t[]){B, M, N}, o_st_e),
+                        tk_operand(a, t, 3, a_sz, a_st_e), tk_operand(b, t, 3, b_sz, b_st_e),
+                        tk_operand(cbuf, t, 3, (int64_t[]){B, M, N}, c_st)};
   nk_gemm_params p = {{c->alpha, (int64_t)c->alpha}, {c->beta, (int64_t)c->beta}};
-  nrt_task task = tk_task(NK_KERNEL_GEMM, 3, ops, &p, sizeof p);
+  nrt_task task = tk_task(NK_KERNEL_GEMM, c->addend ? 4 : 3, ops, &p, sizeof p);
   CHECK_OK(tk_run(&task));
   int bad = 0;
   for (int64_t bi = 0; bi < B && bad < 3; bi++)
@@ -96,12 +117,13 @@ static void check_case(const gcase *c) {
           iacc += x.i * y.i;
         }
         const int64_t o = bi * o_st[0] + i * o_st[1] + j * o_st[2];
+        const tk_value prior = c->addend ? vc[bi * M * N + i * N + j] : vo[o];
         if (tk_is_integral(t)) {
-          tk_value e = {1, (int64_t)c->alpha * iacc + (int64_t)c->beta * vo[o].i, 0};
+          tk_value e = {1, (int64_t)c->alpha * iacc + (int64_t)c->beta * prior.i, 0};
           uint64_t want = tk_expected(e, t), got = tk_raw(t, out + o * sl * es);
           if (want != got) bad++;
         } else {
-          double want = c->alpha * (double)acc + (c->beta == 0 ? 0 : c->beta * vo[o].f);
+          double want = c->alpha * (double)acc + (c->beta == 0 ? 0 : c->beta * prior.f);
           tk_value g = {0};
           const char *op = out + o * sl * es;
           if (t == NRT_FLOAT16) g.f = tk_f16_value((uint16_t)tk_raw(t, op));
@@ -119,8 +141,26 @@ static void check_case(const gcase *c) {
         }
       }
   CHECK(bad == 0);
-  free(va), free(vb), free(vo);
-  tk_free(a), tk_free(b), tk_free(out);
+  free(va), free(vb), free(vo), free(vc), free(vstore);
+  tk_free(a), tk_free(b), tk_free(out), tk_free(cbuf);
+}
+
+/* out = alpha a b + beta c, through every output path. */
+static void test_addend(void) {
+  static const nrt_dtype types[] = {NRT_FLOAT32, NRT_FLOAT64, NRT_BFLOAT16, NRT_FLOAT16, NRT_INT64};
+  for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++)
+    for (int mode = ADD_FULL; mode <= ADD_COLUMN; mode++) {
+      const double beta = tk_is_integral(types[ti]) ? 3 : 0.75;
+      gcase cases[] = {
+          {types[ti], 1, 37, 70, 53, 0, 1, 0, 1, beta, 0, 0, mode},  /* tiles + edges, k blocks */
+          {types[ti], 2, 13, 33, 9, 1, 0, 0, -0.5, beta, 1, 0, mode}, /* strided out: workspace */
+          {types[ti], 1, 45, 1, 30, 0, 0, 0, 1, beta, 0, 0, mode},   /* matrix-vector */
+          {types[ti], 1, 1, 45, 30, 0, 1, 0, 2, beta, 0, 1, mode},   /* row-vector */
+          {types[ti], 3, 4, 5, 0, 0, 0, 0, 1, beta, 0, 0, mode},     /* k = 0: beta c */
+          {types[ti], 1, 6, 7, 5, 0, 0, 0, 1, 0, 0, 0, mode},        /* beta 0: c ignored */
+      };
+      for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) check_case(&cases[i]);
+    }
 }
 
 static void test_sizes(void) {
@@ -372,6 +412,7 @@ static void tests(void) {
   test_nested_in_parallel_region();
   test_indirect();
   test_layouts_and_dtypes();
+  test_addend();
   test_validation();
 }
 

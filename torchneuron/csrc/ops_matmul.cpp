@@ -8,8 +8,11 @@
 // matrix, a missing batch is a batch of one with stride 0) and launch
 // NK_KERNEL_GEMM.  No operand is ever copied to make it contiguous: the
 // kernel's packing absorbs any strides.  addmm/baddbmm/addmv with beta != 0
-// and an output other than self first copy the broadcast self into the
-// output (one COPY task on the same stream), then accumulate with beta.
+// and an output other than self hand the broadcast self to the kernel as its
+// addend (out = alpha * a @ b + beta * c), which adds it tile by tile; only
+// a self that overlaps the output (or differs from it in dtype or device)
+// is first copied into the output and accumulated with beta.
+#include <ATen/MemoryOverlap.h>
 #include <ATen/ops/addbmm_native.h>
 #include <ATen/ops/addmm_meta.h>
 #include <ATen/ops/addmv_meta.h>
@@ -67,15 +70,17 @@ void check_same_dtype_bmm(const at::Tensor& a, const at::Tensor& b) {
               " but found ", b.scalar_type());
 }
 
-// out <- alpha * a @ b + beta * out (out, a, b already 3-d operands).
+// out <- alpha * a @ b + beta * out (out, a, b already 3-d operands), or
+// + beta * *c when an addend is given.
 void launch_gemm(const at::Tensor& out, const nrt_operand& o, const nrt_operand& a,
                  const nrt_operand& b, const c10::Scalar& alpha, const c10::Scalar& beta,
-                 const char* name) {
+                 const char* name, const nrt_operand* c = nullptr) {
   if (out.numel() == 0) return;
-  Task task(NK_KERNEL_GEMM, name, 3);
+  Task task(NK_KERNEL_GEMM, name, c ? 4 : 3);
   *task.operand(0) = o;
   *task.operand(1) = a;
   *task.operand(2) = b;
+  if (c) *task.operand(3) = *c;
   auto* p = task.params<nk_gemm_params>();
   p->alpha = scalar_for_compute(alpha, out.scalar_type());
   p->beta = scalar_for_compute(beta, out.scalar_type());
@@ -90,7 +95,15 @@ void accumulate(const at::Tensor& result, const at::Tensor& self, const nrt_oper
                 const c10::Scalar& alpha, const char* name) {
   check_dtype(result, name);
   const bool zero_beta = is_zero(beta);
-  if (!zero_beta && !result.is_same(self) && result.numel() != 0) copy_on_device(result, self);
+  if (!zero_beta && !result.is_same(self) && result.numel() != 0) {
+    if (self.scalar_type() == result.scalar_type() && self.device() == result.device() &&
+        at::get_overlap_status(result, self) == at::MemOverlapStatus::No) {
+      const nrt_operand c = as_batched(self.expand(result.sizes()));
+      launch_gemm(result, o, a, b, alpha, beta, name, &c);
+      return;
+    }
+    copy_on_device(result, self);
+  }
   launch_gemm(result, o, a, b, alpha, zero_beta ? c10::Scalar(0) : beta, name);
 }
 
