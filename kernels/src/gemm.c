@@ -350,6 +350,27 @@ static void pack_pairs(const matrix *x, int64_t r0, int64_t rows, int64_t c0, in
 static void pack(const gemm_plan *p, const matrix *x, int64_t r0, int64_t rows, int64_t c0,
                  int64_t cols, int width, char *dst) {
   if (p->pairs) {
+    if (x->cs == 2 && !x->coff && (x->rs != 2 || x->roff) && nk_cpu_isa() >= NK_ISA_AVX2) {
+      /* k adjacent: the pairs are the rows' own 32-bit words, so packing is
+       * float32's k-major register transpose on words (a quarter of a
+       * 1024x64x64 product had gone to moving them one by one); an odd
+       * last k is a half-empty pair. */
+      const int64_t whole = cols / 2, pairs = (cols + 1) / 2;
+      for (int64_t s = 0; s < rows; s += width, dst += (size_t)(width * pairs) * 4) {
+        const int valid = rows - s < width ? (int)(rows - s) : width;
+        const int64_t *roff = x->roff ? x->roff + r0 + s : NULL;
+        const char *base = x->data + c0 * 2 + (roff ? 0 : (r0 + s) * x->rs);
+        nk_gemm_pack_kmajor_avx2_f32(base, roff, x->rs, valid, whole, width, (float *)dst);
+        if (whole == pairs) continue;
+        uint32_t *last = (uint32_t *)(void *)dst + whole * width;
+        for (int i = 0; i < width; i++) {
+          uint16_t v = 0;
+          if (i < valid) memcpy(&v, x->data + NK_ROW(x, r0 + s + i) + (c0 + cols - 1) * 2, 2);
+          last[i] = v;
+        }
+      }
+      return;
+    }
     pack_pairs(x, r0, rows, c0, cols, width, (uint32_t *)dst);
     return;
   }
@@ -652,11 +673,20 @@ static void gemm_one(const gemm_plan *p, const gemm_buffers *buf, int64_t bi, in
   pn.cdata = p->has_c ? (const char *)p->c.data + bi * p->c.strides[0] : NULL;
   const int mr = p->arch.mr, nr = p->arch.nr;
   const int threads = parallel ? buf->workers : 1;
-  /* MC: the cache's, but small enough to give every thread some rows. */
+  /* MC: the cache's, but small enough to give every thread some rows.
+   * Narrow products (B's columns in at most two slivers per thread) split
+   * m alone, into ~4 blocks per thread: a jr split there would have every
+   * worker pack the same A block for its few columns (a 1024x64x64
+   * product packed A twice over on 2 threads, for 64 multiply-adds per
+   * packed element), while the B panel every block re-reads is small. */
   pn.mc = p->mc;
   if (threads > 1) {
     const int64_t share = round_up((p->m + threads - 1) / threads, mr);
-    if (share < pn.mc) pn.mc = share < 4 * mr && p->m > 4 * mr && 4 * mr <= p->mc ? 4 * mr : share;
+    const int64_t quarter = round_up((p->m + 4 * threads - 1) / (4 * threads), mr);
+    if (round_up(p->n, nr) <= 2 * threads * nr && p->m >= 4 * threads * 2 * mr && quarter < pn.mc)
+      pn.mc = quarter;
+    else if (share < pn.mc)
+      pn.mc = share < 4 * mr && p->m > 4 * mr && 4 * mr <= p->mc ? 4 * mr : share;
   }
   pn.n_ic = (p->m + pn.mc - 1) / pn.mc;
   for (pn.j0 = 0; pn.j0 < p->n; pn.j0 += p->nc) {
