@@ -133,10 +133,14 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   at::native::cpu_fallback(op, stack);
 }
 
+torch::jit::Stack run_on_cpu_all(const char* name, const char* overload, torch::jit::Stack args) {
+  cpu_fallback(c10::Dispatcher::singleton().findSchemaOrThrow(name, overload), &args);
+  return args;
+}
+
 c10::IValue run_on_cpu(const char* name, const char* overload, torch::jit::Stack args) {
-  const c10::OperatorHandle op = c10::Dispatcher::singleton().findSchemaOrThrow(name, overload);
-  cpu_fallback(op, &args);
-  return args.empty() ? c10::IValue() : std::move(args.front());
+  torch::jit::Stack results = run_on_cpu_all(name, overload, std::move(args));
+  return results.empty() ? c10::IValue() : std::move(results.front());
 }
 
 void bind_fallback(pybind11::module& m) {

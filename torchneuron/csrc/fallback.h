@@ -18,6 +18,9 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 // mode like any other fallback.
 c10::IValue run_on_cpu(const char* name, const char* overload, torch::jit::Stack args);
 
+// The same, returning every result of the op in order (for ops with several).
+torch::jit::Stack run_on_cpu_all(const char* name, const char* overload, torch::jit::Stack args);
+
 // torchneuron._C.fallback_stats() -> {op name: count}, reset_fallback_stats(),
 // set_fallback_mode("warn" | "error" | "silent"), get_fallback_mode().
 void bind_fallback(pybind11::module& m);

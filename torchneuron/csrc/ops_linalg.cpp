@@ -304,19 +304,12 @@ void lu_solve_kernel(const Tensor& LU, const Tensor& pivots, const Tensor& B, at
   launch(B.device().index(), task);
 }
 
-// Every result of aten op name.overload run on the CPU (run_on_cpu returns
-// only the first; these ops have several, left on the stack in order).
-torch::jit::Stack cpu_results(const char* name, const char* overload, torch::jit::Stack args) {
-  cpu_fallback(c10::Dispatcher::singleton().findSchemaOrThrow(name, overload), &args);
-  return args;
-}
-
 using LuFactorOp = at::native::structured_linalg_lu_factor_ex_out;
 using SolveOp = at::native::structured__linalg_solve_ex_out;
 
 std::tuple<Tensor, Tensor, Tensor> lu_factor_ex(const Tensor& A, bool pivot, bool check_errors) {
   if (!structured::all_native(A)) {
-    const auto t = cpu_results("aten::linalg_lu_factor_ex", "", {A, pivot, check_errors});
+    const auto t = run_on_cpu_all("aten::linalg_lu_factor_ex", "", {A, pivot, check_errors});
     return {t[0].toTensor(), t[1].toTensor(), t[2].toTensor()};
   }
   structured::Functional<LuFactorOp, 3> op;
@@ -340,7 +333,7 @@ std::tuple<Tensor&, Tensor&, Tensor&> lu_factor_ex_out(const Tensor& A, bool piv
 
 std::tuple<Tensor, Tensor, Tensor, Tensor> solve_ex(const Tensor& A, const Tensor& B, bool left, bool check_errors) {
   if (!structured::all_native(A, B)) {
-    const auto t = cpu_results("aten::_linalg_solve_ex", "", {A, B, left, check_errors});
+    const auto t = run_on_cpu_all("aten::_linalg_solve_ex", "", {A, B, left, check_errors});
     const auto& e = t;
     return {e[0].toTensor(), e[1].toTensor(), e[2].toTensor(), e[3].toTensor()};
   }
@@ -370,7 +363,7 @@ using DetOp = at::native::structured__linalg_det_out;
 
 std::tuple<Tensor, Tensor> inv_ex(const Tensor& A, bool check_errors) {
   if (!structured::all_native(A)) {
-    const auto t = cpu_results("aten::linalg_inv_ex", "", {A, check_errors});
+    const auto t = run_on_cpu_all("aten::linalg_inv_ex", "", {A, check_errors});
     return {t[0].toTensor(), t[1].toTensor()};
   }
   structured::Functional<InvOp, 2> op;
@@ -393,7 +386,7 @@ std::tuple<Tensor&, Tensor&> inv_ex_out(const Tensor& A, bool check_errors, Tens
 
 std::tuple<Tensor, Tensor, Tensor> det(const Tensor& A) {
   if (!structured::all_native(A)) {
-    const auto t = cpu_results("aten::_linalg_det", "", {A});
+    const auto t = run_on_cpu_all("aten::_linalg_det", "", {A});
     return {t[0].toTensor(), t[1].toTensor(), t[2].toTensor()};
   }
   structured::Functional<DetOp, 3> op;
@@ -418,7 +411,7 @@ using SlogdetOp = at::native::structured__linalg_slogdet_out;
 
 std::tuple<Tensor, Tensor, Tensor, Tensor> slogdet(const Tensor& A) {
   if (!structured::all_native(A)) {
-    const auto t = cpu_results("aten::_linalg_slogdet", "", {A});
+    const auto t = run_on_cpu_all("aten::_linalg_slogdet", "", {A});
     const auto& e = t;
     return {e[0].toTensor(), e[1].toTensor(), e[2].toTensor(), e[3].toTensor()};
   }
