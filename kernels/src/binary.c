@@ -11,7 +11,6 @@
  *     the result rounded to the compute dtype (as ATen's common dtype is)
  *     and stored in the out dtype. */
 #include "binary_simd.h"
-#include "half_rows.h"
 #include "kernel_entries.h"
 #include "nd_iter.h"
 #include "neuron_kernels.h"
@@ -23,7 +22,7 @@ typedef struct binary_plan {
   nk_alpha alpha;
   bool same;            /* every operand and the compute in one dtype */
   nk_binary_vec_fn vec; /* set when the vectorised loop applies */
-  nk_binary_vec_fn vec_f32; /* float rows through float32 chunks (chunk_loop) */
+  nk_binary_vec_fn vec_f32; /* float32's vector loop, for float_loop (NULL: none) */
 } binary_plan;
 
 /* One element; every dtype and the kind are constants in the same-dtype
@@ -111,24 +110,19 @@ static void mixed_loop(void *ctx, int64_t n, char *const *data, const int64_t *s
   }
 }
 
-/* Float rows computed in float32 (compute float32, float16 or bfloat16):
- * chunks widened to float32 (half_rows.h), the float32 vector loop, the
- * result rounded once to out's dtype -- element for element what the mixed
- * loop computes (load to float, op in float, round).  Contiguous float32
- * operands are read and written in place. */
-static void chunk_loop(void *ctx, int64_t n, char *const *data, const int64_t *s) {
+/* Float rows computed in float32 (compute float32, float16 or bfloat16),
+ * run by nd_iter's float-rows adapter (nk_for_each_float): float16/bfloat16
+ * operands arrive widened to float32 chunks and the output is rounded once
+ * to its dtype on the way back -- element for element what the mixed loop
+ * computes (load to float, op in float, round).  float32 operands arrive in
+ * place with their own strides. */
+static void float_loop(void *ctx, int64_t n, char *const *data, const int64_t *s) {
   const binary_plan *p = ctx;
-  const nk_half_fns *h = nk_half_pick();
-  float A[NK_HALF_CHUNK], B[NK_HALF_CHUNK], O[NK_HALF_CHUNK];
-  const int out_in_place = p->out == NRT_FLOAT32 && s[0] == 4;
-  for (int64_t i0 = 0; i0 < n; i0 += NK_HALF_CHUNK) {
-    const int64_t m = n - i0 < NK_HALF_CHUNK ? n - i0 : NK_HALF_CHUNK;
-    const float *a = h->in(p->a, data[1] + i0 * s[1], s[1], m, A);
-    const float *b = h->in(p->b, data[2] + i0 * s[2], s[2], m, B);
-    float *o = out_in_place ? (float *)(void *)(data[0] + i0 * 4) : O;
-    p->vec_f32(p->kind, m, o, a, s[1] == 0, b, s[2] == 0, &p->alpha);
-    if (!out_in_place) h->out(p->out, data[0] + i0 * s[0], s[0], m, O);
+  if (p->vec_f32 && s[0] == 4 && (s[1] == 4 || s[1] == 0) && (s[2] == 4 || s[2] == 0)) {
+    p->vec_f32(p->kind, n, data[0], data[1], s[1] == 0, data[2], s[2] == 0, &p->alpha);
+    return;
   }
+  same_dtype_kinds(p, NRT_FLOAT32, n, data, s);
 }
 
 static nk_binary_vec_fn pick_vec(nrt_dtype t) {
@@ -215,13 +209,17 @@ int nk_binary_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
   plan.b = (nrt_dtype)ops[2].dtype;
   plan.same = plan.out == plan.compute && plan.a == plan.compute && plan.b == plan.compute;
   plan.vec = plan.same ? pick_vec(plan.compute) : NULL;
-  /* Float chunks: float32 compute with float inputs and outputs of any
+  /* Float rows: float32 compute with float inputs and outputs of any
    * width (f32 + bf16 under autocast), or 16-bit compute with its own dtype
    * out (rounding to the compute dtype is then the store's rounding). */
   const int floats_in = is_float(plan.a) && is_float(plan.b);
-  plan.vec_f32 = !plan.vec && floats_in && is_float(plan.out) &&
-                         (plan.compute == NRT_FLOAT32 || (half && plan.out == plan.compute))
-                     ? pick_vec(NRT_FLOAT32) : NULL;
-  nk_for_each(ops, 3, plan.vec_f32 ? chunk_loop : plan.same ? same_dtype_loop : mixed_loop, &plan);
+  const int float_rows = !plan.vec && floats_in && is_float(plan.out) &&
+                         (plan.compute == NRT_FLOAT32 || (half && plan.out == plan.compute));
+  if (float_rows) {
+    plan.vec_f32 = pick_vec(NRT_FLOAT32);
+    nk_for_each_float(ops, 3, float_loop, &plan);
+  } else {
+    nk_for_each(ops, 3, plan.same ? same_dtype_loop : mixed_loop, &plan);
+  }
   return 0;
 }
