@@ -9,7 +9,17 @@
  *     which the compiler vectorises);
  *   - mixed: each operand loaded from its own dtype into the compute class,
  *     the result rounded to the compute dtype (as ATen's common dtype is)
- *     and stored in the out dtype. */
+ *     and stored in the out dtype.
+ * Float rows computed in float32 (float16/bfloat16 compute, or float32
+ * compute with 16-bit operands under autocast) skip the per-element dtype
+ * switches: they run through nd_iter's float-rows adapter (nk_for_each_float,
+ * which widens 16-bit chunks and rounds the output back once) with
+ * float32's vector loop; on AVX-512 the commonest of them -- all 16-bit in
+ * one dtype, contiguous or broadcast along the row -- are first offered to
+ * the fused loop of binary_avx512_half.c (conversions in registers, no
+ * chunk buffers: 1.5-2x faster, the same bits).  A Python number (a float64
+ * or int64 stride-0 operand) is converted to float32 once per task, before
+ * any row runs. */
 #include "binary_simd.h"
 #include "kernel_entries.h"
 #include "nd_iter.h"
@@ -23,6 +33,7 @@ typedef struct binary_plan {
   bool same;            /* every operand and the compute in one dtype */
   nk_binary_vec_fn vec; /* set when the vectorised loop applies */
   nk_binary_vec_fn vec_f32; /* float32's vector loop, for float_loop (NULL: none) */
+  nk_binary_half_fn vec_half; /* fused 16-bit rows, for half_row (NULL: none) */
 } binary_plan;
 
 /* One element; every dtype and the kind are constants in the same-dtype
@@ -125,6 +136,28 @@ static void float_loop(void *ctx, int64_t n, char *const *data, const int64_t *s
   same_dtype_kinds(p, NRT_FLOAT32, n, data, s);
 }
 
+/* The adapter's raw-row hook: a row whose out is 16-bit and contiguous,
+ * each input contiguous in out's dtype or broadcast along the row (stride
+ * 0, any float dtype: converted to float here), runs the fused AVX-512 loop
+ * (binary_avx512_half.c); anything else is widened by the adapter. */
+static bool half_row(void *ctx, int64_t n, char *const *data, const int64_t *s) {
+  const binary_plan *p = ctx;
+  if (s[0] != 2 || (p->out != NRT_FLOAT16 && p->out != NRT_BFLOAT16)) return false;
+  float v[2];
+  const float *bc[2] = {NULL, NULL};
+  const nrt_dtype in[2] = {p->a, p->b};
+  for (int k = 0; k < 2; k++) {
+    if (s[k + 1] == 0) {
+      v[k] = nk_load_f32(in[k], data[k + 1]);
+      bc[k] = &v[k];
+    } else if (s[k + 1] != 2 || in[k] != p->out) {
+      return false;
+    }
+  }
+  p->vec_half(p->out, p->kind, n, data[0], data[1], bc[0], data[2], bc[1], &p->alpha);
+  return true;
+}
+
 static nk_binary_vec_fn pick_vec(nrt_dtype t) {
   static const nk_binary_vec_fn f32[] = {NULL, nk_binary_avx2_f32, nk_binary_avx512_f32};
   static const nk_binary_vec_fn f64[] = {NULL, nk_binary_avx2_f64, nk_binary_avx512_f64};
@@ -217,7 +250,8 @@ int nk_binary_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
                          (plan.compute == NRT_FLOAT32 || (half && plan.out == plan.compute));
   if (float_rows) {
     plan.vec_f32 = pick_vec(NRT_FLOAT32);
-    nk_for_each_float(ops, 3, float_loop, &plan);
+    plan.vec_half = nk_cpu_isa() >= NK_ISA_AVX512 ? nk_binary_avx512_half : NULL;
+    nk_for_each_float_raw(ops, 3, float_loop, plan.vec_half ? half_row : NULL, &plan);
   } else {
     nk_for_each(ops, 3, plan.same ? same_dtype_loop : mixed_loop, &plan);
   }

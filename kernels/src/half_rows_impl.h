@@ -16,7 +16,9 @@
 
 #include "dtype_convert.h"
 
-#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__F16C__))
+#if defined(__AVX512F__)
+#include "half_simd_avx512.h"
+#elif defined(__AVX2__) && defined(__F16C__)
 #include <immintrin.h>
 #endif
 
@@ -24,14 +26,7 @@
 static void HR_NAME(widen)(nrt_dtype t, const uint16_t *h, int64_t m, float *buf) {
   int64_t j = 0;
 #if defined(__AVX512F__)
-  if (t == NRT_BFLOAT16)
-    for (; j + 16 <= m; j += 16) {
-      __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(h + j)));
-      _mm512_storeu_ps(buf + j, _mm512_castsi512_ps(_mm512_slli_epi32(w, 16)));
-    }
-  else
-    for (; j + 16 <= m; j += 16)
-      _mm512_storeu_ps(buf + j, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h + j))));
+  for (; j + 16 <= m; j += 16) _mm512_storeu_ps(buf + j, nk_h16_load_avx512(t, h + j));
 #elif defined(__AVX2__) && defined(__F16C__)
   if (t == NRT_BFLOAT16)
     for (; j + 8 <= m; j += 8) {
@@ -52,30 +47,7 @@ static void HR_NAME(widen)(nrt_dtype t, const uint16_t *h, int64_t m, float *buf
 static void HR_NAME(narrow)(nrt_dtype t, uint16_t *d, int64_t m, const float *v) {
   int64_t j = 0;
 #if defined(__AVX512F__)
-  if (t == NRT_BFLOAT16) {
-    const __m512i one = _mm512_set1_epi32(1), bias = _mm512_set1_epi32(0x7FFF);
-    const __m512i qnan = _mm512_set1_epi32(0x7FC0);
-    for (; j + 16 <= m; j += 16) {
-      __m512 x = _mm512_loadu_ps(v + j);
-      __m512i u = _mm512_castps_si512(x);
-      __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), one);
-      __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(lsb, bias)), 16);
-      r = _mm512_mask_mov_epi32(r, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), qnan);
-      _mm256_storeu_si256((__m256i *)(d + j), _mm512_cvtepi32_epi16(r));
-    }
-  } else {
-    const __m512 qnan = _mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000));
-    const __m512i sign = _mm512_set1_epi32((int)0x80000000u);
-    for (; j + 16 <= m; j += 16) {
-      __m512 x = _mm512_loadu_ps(v + j);
-      __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
-      __m512 c = _mm512_castsi512_ps(
-          _mm512_or_si512(_mm512_and_si512(_mm512_castps_si512(x), sign), _mm512_castps_si512(qnan)));
-      x = _mm512_mask_mov_ps(x, nan, c);
-      _mm256_storeu_si256((__m256i *)(d + j),
-                          _mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-    }
-  }
+  for (; j + 16 <= m; j += 16) nk_h16_store_avx512(t, d + j, _mm512_loadu_ps(v + j));
 #elif defined(__AVX2__) && defined(__F16C__)
   if (t == NRT_BFLOAT16) {
     const __m256i one = _mm256_set1_epi32(1), bias = _mm256_set1_epi32(0x7FFF);

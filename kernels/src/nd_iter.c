@@ -131,6 +131,7 @@ void nk_for_each(const nrt_operand *operands, int n_operands, nk_loop_fn loop, v
 
 typedef struct float_rows {
   nk_loop_fn loop;
+  nk_raw_row_fn raw;
   void *ctx;
   int n_operands;
   bool any_half; /* some operand is 16-bit: else rows go straight to loop */
@@ -146,6 +147,7 @@ static void float_rows_loop(void *arg, int64_t n, char *const *data, const int64
     f->loop(f->ctx, n, data, s);
     return;
   }
+  if (f->raw && f->raw(f->ctx, n, data, s)) return;
   const nk_half_fns *h = nk_half_pick();
   float buf[NK_FLOAT_MAX_OPERANDS][NK_FLOAT_CHUNK];
   char *cd[NK_FLOAT_MAX_OPERANDS];
@@ -176,7 +178,12 @@ bool nk_float_rows_ok(const nrt_operand *operands, int n_operands) {
 }
 
 void nk_for_each_float(const nrt_operand *operands, int n_operands, nk_loop_fn loop, void *ctx) {
-  float_rows f = {loop, ctx, n_operands, false, {NRT_FLOAT32}};
+  nk_for_each_float_raw(operands, n_operands, loop, NULL, ctx);
+}
+
+void nk_for_each_float_raw(const nrt_operand *operands, int n_operands, nk_loop_fn loop,
+                           nk_raw_row_fn raw, void *ctx) {
+  float_rows f = {loop, raw, ctx, n_operands, false, {NRT_FLOAT32}};
   for (int k = 0; k < n_operands; k++) {
     f.dtype[k] = (nrt_dtype)operands[k].dtype;
     f.any_half |= is_half(f.dtype[k]);

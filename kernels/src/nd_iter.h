@@ -82,4 +82,13 @@ bool nk_float_rows_ok(const nrt_operand *operands, int n_operands);
 /* nk_for_each with `loop` a float32 loop, through the adapter above. */
 void nk_for_each_float(const nrt_operand *operands, int n_operands, nk_loop_fn loop, void *ctx);
 
+/* A row as nd_iter hands it over, before any widening; returns false to
+ * let the adapter widen it.  A kernel with a loop that reads 16-bit rows
+ * directly (binary's fused AVX-512 loop) tries it first this way. */
+typedef bool (*nk_raw_row_fn)(void *ctx, int64_t n, char *const *data, const int64_t *strides);
+
+/* nk_for_each_float, each row offered to `raw` first (NULL: none). */
+void nk_for_each_float_raw(const nrt_operand *operands, int n_operands, nk_loop_fn loop,
+                           nk_raw_row_fn raw, void *ctx);
+
 #endif /* NK_ND_ITER_H */
