@@ -1,15 +1,20 @@
 /* copy.c — NK_KERNEL_COPY: out <- cast(in), any of the 10x10 dtype pairs,
  * any strides (a broadcast input has stride 0).
  *
- * Per row: same dtype and both contiguous is a memmove; contiguous float32
- * <-> float16/bfloat16 uses the vectorised casts; every other row runs the
- * loop specialised for its (from, to) pair, with constant strides when both
- * sides are contiguous so the compiler can vectorise it.  A same-dtype
- * element is copied as raw bytes, so NaN payloads survive. */
+ * Per row: same dtype and both contiguous is a memmove; a cast between two
+ * of float32/float16/bfloat16 (the casts autocast makes, contiguous or
+ * strided, e.g. a transposed weight) goes through the vectorised row
+ * conversions of half_rows.h -- straight into the output when one side is
+ * contiguous float32, else through a float32 chunk (the same conversions
+ * the float-rows adapter of nd_iter.h uses, so there is one copy of them);
+ * every other row runs the loop specialised for its (from, to) pair, with
+ * constant strides when both sides are contiguous so the compiler can
+ * vectorise it.  A same-dtype element is copied as raw bytes, so NaN
+ * payloads survive. */
 #include <string.h>
 
-#include "copy_simd.h"
 #include "dtype_convert.h"
+#include "half_rows.h"
 #include "kernel_entries.h"
 #include "nd_iter.h"
 #include "neuron_kernels.h"
@@ -17,7 +22,7 @@
 
 typedef struct copy_plan {
   nrt_dtype from, to;
-  nk_convert_vec_fn vec; /* contiguous cast of this pair, or NULL */
+  bool float_cast; /* two different dtypes of float32, float16, bfloat16 */
 } copy_plan;
 
 NK_INLINE void cast_row(nrt_dtype from, nrt_dtype to, int64_t n, char *o, int64_t so,
@@ -53,9 +58,26 @@ static void copy_loop(void *ctx, int64_t n, char *const *data, const int64_t *s)
   char *o = data[0];
   const char *x = data[1];
   const int64_t eo = (int64_t)nk_dtype_size(p->to), ex = (int64_t)nk_dtype_size(p->from);
-  if (s[0] == eo && s[1] == ex) {
-    if (p->from == p->to) { memmove(o, x, (size_t)(n * eo)); return; }
-    if (p->vec) { p->vec(n, o, x); return; }
+  if (s[0] == eo && s[1] == ex && p->from == p->to) {
+    memmove(o, x, (size_t)(n * eo));
+    return;
+  }
+  if (p->float_cast && s[1] != 0) {
+    const nk_half_fns *h = nk_half_pick();
+    if (p->to == NRT_FLOAT32 && s[0] == 4) { /* widen straight into out */
+      h->in(p->from, x, s[1], n, (float *)(void *)o);
+      return;
+    }
+    if (p->from == NRT_FLOAT32 && s[1] == 4) { /* round straight from in */
+      h->out(p->to, o, s[0], n, (const float *)(const void *)x);
+      return;
+    }
+    float buf[NK_FLOAT_CHUNK];
+    for (int64_t i0 = 0; i0 < n; i0 += NK_FLOAT_CHUNK) {
+      const int64_t m = n - i0 < NK_FLOAT_CHUNK ? n - i0 : NK_FLOAT_CHUNK;
+      h->out(p->to, o + i0 * s[0], s[0], m, h->in(p->from, x + i0 * s[1], s[1], m, buf));
+    }
+    return;
   }
   switch (p->from) {
   case NRT_BOOL: cast_from(NRT_BOOL, p->to, n, o, s[0], x, s[1]); break;
@@ -72,19 +94,14 @@ static void copy_loop(void *ctx, int64_t n, char *const *data, const int64_t *s)
   }
 }
 
-static nk_convert_vec_fn pick_vec(nrt_dtype from, nrt_dtype to) {
-  if (nk_cpu_isa() < NK_ISA_AVX2) return NULL;
-  if (from == NRT_FLOAT32 && to == NRT_FLOAT16) return nk_convert_avx2_f32_to_f16;
-  if (from == NRT_FLOAT16 && to == NRT_FLOAT32) return nk_convert_avx2_f16_to_f32;
-  if (from == NRT_FLOAT32 && to == NRT_BFLOAT16) return nk_convert_avx2_f32_to_bf16;
-  if (from == NRT_BFLOAT16 && to == NRT_FLOAT32) return nk_convert_avx2_bf16_to_f32;
-  return NULL;
+static bool is_float(nrt_dtype t) {
+  return t == NRT_FLOAT32 || t == NRT_FLOAT16 || t == NRT_BFLOAT16;
 }
 
 int nk_copy_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
   if (nk_check_elementwise(task, ctx, "copy", 2)) return -1;
-  copy_plan plan = {(nrt_dtype)task->operands[1].dtype, (nrt_dtype)task->operands[0].dtype, NULL};
-  plan.vec = pick_vec(plan.from, plan.to);
+  copy_plan plan = {(nrt_dtype)task->operands[1].dtype, (nrt_dtype)task->operands[0].dtype, false};
+  plan.float_cast = plan.from != plan.to && is_float(plan.from) && is_float(plan.to);
   nk_for_each(task->operands, 2, copy_loop, &plan);
   return 0;
 }

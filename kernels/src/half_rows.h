@@ -1,17 +1,18 @@
 /* half_rows.h — float16/bfloat16 (and other float) rows widened to float32
- * and rounded back, in loops vectorised per ISA (half_rows_impl.h).
+ * and rounded back, in loops vectorised per ISA (half_rows_impl.h: AVX-512F,
+ * AVX2 + F16C, portable C; strided rows gathered into a contiguous block).
  *
  * The elementwise kernels compute 16-bit dtypes in float32 and round once on
  * store (ATen's CPU does the same).  Their vectorised loops are float32
- * only, so 16-bit rows go through them in chunks: widen a chunk, run the
- * float32 loop, round back.  The same arithmetic as the per-element path,
- * without a dtype switch per element. */
+ * only, so 16-bit rows go through them in chunks -- widen a chunk, run the
+ * float32 loop, round back -- in ONE place, nd_iter's float-rows adapter
+ * (nk_for_each_float); the copy kernel's float casts, norm, gemm and conv
+ * call these conversions directly.  The same arithmetic as the per-element
+ * path, without a dtype switch per element. */
 #ifndef NK_HALF_ROWS_H
 #define NK_HALF_ROWS_H
 
 #include "dtype_convert.h"
-
-#define NK_HALF_CHUNK 512 /* elements per chunk: three chunks fit in L1 */
 
 /* in: m elements of dtype t from x (byte stride st; 0: one broadcast value,
  * buf[0]) as float; returns buf, or x itself when it already is contiguous

@@ -1,6 +1,8 @@
 /* nd_iter.c — dim ordering, coalescing, parallel split and the row walk. */
 #include "nd_iter.h"
 
+#include "half_rows.h"
+
 static int64_t abs64(int64_t v) { return v < 0 ? -v : v; }
 
 /* ATen's rule (TensorIterator::reorder_dimensions): dim a should be inner
@@ -123,4 +125,68 @@ void nk_for_each(const nrt_operand *operands, int n_operands, nk_loop_fn loop, v
   nk_nd_iter it;
   nk_nd_iter_init(&it, operands, n_operands);
   nk_nd_iter_run(&it, NK_GRAIN_ELEMENTWISE, loop, ctx);
+}
+
+/* ------------------------------------------------------------ float rows */
+
+typedef struct float_rows {
+  nk_loop_fn loop;
+  nk_raw_row_fn raw;
+  void *ctx;
+  int n_operands;
+  bool any_half; /* some operand is 16-bit: else rows go straight to loop */
+  nrt_dtype dtype[NK_FLOAT_MAX_OPERANDS];
+} float_rows;
+
+static bool is_half(nrt_dtype t) { return t == NRT_FLOAT16 || t == NRT_BFLOAT16; }
+
+static void float_rows_loop(void *arg, int64_t n, char *const *data, const int64_t *s) {
+  const float_rows *f = arg;
+  const int n_ops = f->n_operands;
+  if (!f->any_half) {
+    f->loop(f->ctx, n, data, s);
+    return;
+  }
+  if (f->raw && f->raw(f->ctx, n, data, s)) return;
+  const nk_half_fns *h = nk_half_pick();
+  float buf[NK_FLOAT_MAX_OPERANDS][NK_FLOAT_CHUNK];
+  char *cd[NK_FLOAT_MAX_OPERANDS];
+  int64_t cs[NK_FLOAT_MAX_OPERANDS];
+  for (int k = 0; k < n_ops; k++)
+    cs[k] = !is_half(f->dtype[k]) ? s[k] : s[k] == 0 && k > 0 ? 0 : 4;
+  const bool out_half = is_half(f->dtype[0]);
+  for (int64_t i0 = 0; i0 < n; i0 += NK_FLOAT_CHUNK) {
+    const int64_t m = n - i0 < NK_FLOAT_CHUNK ? n - i0 : NK_FLOAT_CHUNK;
+    for (int k = 1; k < n_ops; k++) {
+      if (!is_half(f->dtype[k])) cd[k] = data[k] + i0 * s[k];
+      else if (s[k] == 0 && i0 > 0) cd[k] = (char *)buf[k]; /* widened at the first chunk */
+      else cd[k] = (char *)(void *)h->in(f->dtype[k], data[k] + i0 * s[k], s[k], m, buf[k]);
+    }
+    cd[0] = out_half ? (char *)buf[0] : data[0] + i0 * s[0];
+    f->loop(f->ctx, m, cd, cs);
+    if (out_half) h->out(f->dtype[0], data[0] + i0 * s[0], s[0], m, buf[0]);
+  }
+}
+
+bool nk_float_rows_ok(const nrt_operand *operands, int n_operands) {
+  if (n_operands < 1 || n_operands > NK_FLOAT_MAX_OPERANDS) return false;
+  for (int k = 0; k < n_operands; k++) {
+    nrt_dtype t = (nrt_dtype)operands[k].dtype;
+    if (t != NRT_FLOAT32 && !is_half(t)) return false;
+  }
+  return true;
+}
+
+void nk_for_each_float(const nrt_operand *operands, int n_operands, nk_loop_fn loop, void *ctx) {
+  nk_for_each_float_raw(operands, n_operands, loop, NULL, ctx);
+}
+
+void nk_for_each_float_raw(const nrt_operand *operands, int n_operands, nk_loop_fn loop,
+                           nk_raw_row_fn raw, void *ctx) {
+  float_rows f = {loop, raw, ctx, n_operands, false, {NRT_FLOAT32}};
+  for (int k = 0; k < n_operands; k++) {
+    f.dtype[k] = (nrt_dtype)operands[k].dtype;
+    f.any_half |= is_half(f.dtype[k]);
+  }
+  nk_for_each(operands, n_operands, float_rows_loop, &f);
 }

@@ -13,6 +13,7 @@
 #ifndef NK_ND_ITER_H
 #define NK_ND_ITER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "neuron_runtime.h"
@@ -48,5 +49,46 @@ void nk_parallel_for(int64_t n, int64_t grain, nrt_range_fn fn, void *arg);
 
 /* init + run with the elementwise grain. */
 void nk_for_each(const nrt_operand *operands, int n_operands, nk_loop_fn loop, void *ctx);
+
+/* ---- float rows: one float32 loop for float32, float16 and bfloat16 ----
+ *
+ * Floating kernels compute float16/bfloat16 in float32 and round once on
+ * store (ATen's CPU does the same), so each has ONE float32 loop and this
+ * adapter runs it over operands of any of the three dtypes (operand 0 the
+ * output, the rest inputs).  Per row, in chunks of NK_FLOAT_CHUNK elements:
+ *   - a 16-bit input is widened to float32 (half_rows.h: AVX-512/AVX2
+ *     conversions) into a chunk buffer handed over with stride 4 (0 when the
+ *     input is broadcast along the row: one value);
+ *   - a float32 operand is handed over in place with its own stride;
+ *   - a 16-bit output is computed into a chunk buffer and rounded back to
+ *     its dtype (nearest even) once.
+ * Rows with no 16-bit operand go to the loop whole, untouched.  So the
+ * float32 loop sees only float32 data and must accept any stride on a
+ * float32 operand (its vector path applies when strides are 4 or 0, which
+ * is every widened operand).  In-place ops are safe: a chunk's inputs are
+ * widened before its output is written.  At most NK_FLOAT_MAX_OPERANDS
+ * operands, each float32, float16 or bfloat16 (nk_float_rows_ok).
+ *
+ * Chunk size: three buffers of 1024 floats (12 KiB) stay in L1 next to the
+ * data streaming through; the per-chunk cost (one loop call per operand)
+ * is then well under 1% of the chunk's work. */
+#define NK_FLOAT_CHUNK 1024
+#define NK_FLOAT_MAX_OPERANDS 4
+
+/* true when every operand is float32, float16 or bfloat16 and there are at
+ * most NK_FLOAT_MAX_OPERANDS of them */
+bool nk_float_rows_ok(const nrt_operand *operands, int n_operands);
+
+/* nk_for_each with `loop` a float32 loop, through the adapter above. */
+void nk_for_each_float(const nrt_operand *operands, int n_operands, nk_loop_fn loop, void *ctx);
+
+/* A row as nd_iter hands it over, before any widening; returns false to
+ * let the adapter widen it.  A kernel with a loop that reads 16-bit rows
+ * directly (binary's fused AVX-512 loop) tries it first this way. */
+typedef bool (*nk_raw_row_fn)(void *ctx, int64_t n, char *const *data, const int64_t *strides);
+
+/* nk_for_each_float, each row offered to `raw` first (NULL: none). */
+void nk_for_each_float_raw(const nrt_operand *operands, int n_operands, nk_loop_fn loop,
+                           nk_raw_row_fn raw, void *ctx);
 
 #endif /* NK_ND_ITER_H */

@@ -252,6 +252,11 @@ void OPT_ISA(nk_opt_fe_rows)(const nk_opt_fe *p, const nk_tensor_set *set, doubl
 
 /* ------------------------------------------------------------ fused rows */
 
+/* Params stored in T itself (float32 for the float build, float64 for
+ * the double one) are updated where they lie: the tile functions get the
+ * memory (distinct tensors: restrict holds) and the load/store copies are
+ * skipped -- 7 of an AdamW step's ~17 passes over each tile.  Other
+ * dtypes go through the tiles, converted. */
 #define OPT_DEFINE_OPTIM_ROWS(T, SUF)                                                       \
   static void optim_rows_##SUF(const nk_opt_fused *p, const nk_opt_coef *kd,               \
                                const nk_tensor_set *set, int64_t lo, int64_t hi) {         \
@@ -266,36 +271,53 @@ void OPT_ISA(nk_opt_fe_rows)(const nk_opt_fe *p, const nk_tensor_set *set, doubl
     const int scale = p->has_scale;                                                        \
     const int ams = (f & NK_OPTIM_AMSGRAD) != 0, maxi = (f & NK_OPTIM_MAXIMIZE) != 0;      \
     const int mom = kd->momentum != 0;                                                     \
+    const int direct = t == (sizeof(T) == 4 ? NRT_FLOAT32 : NRT_FLOAT64);                  \
+    const int has1 = op != NK_OPTIM_SGD || mom, has3 = op <= NK_OPTIM_ADAMW && ams;         \
+    const int has2 = op == NK_OPTIM_ADAM || op == NK_OPTIM_ADAMW;                          \
     for (int64_t i = lo; i < hi; i += NK_OPT_TILE) {                                       \
       const int n = (int)(hi - i < NK_OPT_TILE ? hi - i : NK_OPT_TILE);                    \
-      load_tile_##SUF(t, set->data[0], i, n, pt);                                          \
-      load_tile_##SUF(t, set->data[1], i, n, gt);                                          \
+      T *P = direct ? (T *)(void *)set->data[0] + i : pt;                                  \
+      T *G = direct ? (T *)(void *)set->data[1] + i : gt;                                  \
+      T *S1 = direct && has1 ? (T *)(void *)set->data[2] + i : s1;                         \
+      T *S2 = direct && has2 ? (T *)(void *)set->data[3] + i : s2;                         \
+      T *S3 = direct && has3 ? (T *)(void *)set->data[4] + i : s3;                         \
+      if (!direct) {                                                                       \
+        load_tile_##SUF(t, set->data[0], i, n, pt);                                        \
+        load_tile_##SUF(t, set->data[1], i, n, gt);                                        \
+      }                                                                                    \
       switch (op) {                                                                        \
       case NK_OPTIM_ADAM:                                                                  \
       case NK_OPTIM_ADAMW:                                                                 \
-        load_tile_##SUF(t, set->data[2], i, n, s1);                                        \
-        load_tile_##SUF(t, set->data[3], i, n, s2);                                        \
-        if (ams) load_tile_##SUF(t, set->data[4], i, n, s3);                               \
-        adam_tile_##SUF(n, pt, gt, s1, s2, s3, &k, op == NK_OPTIM_ADAMW, p->has_wd, ams,   \
+        if (!direct) {                                                                     \
+          load_tile_##SUF(t, set->data[2], i, n, s1);                                      \
+          load_tile_##SUF(t, set->data[3], i, n, s2);                                      \
+          if (ams) load_tile_##SUF(t, set->data[4], i, n, s3);                             \
+        }                                                                                  \
+        adam_tile_##SUF(n, P, G, S1, S2, S3, &k, op == NK_OPTIM_ADAMW, p->has_wd, ams,     \
                         maxi, scale, tmp);                                                 \
-        store_tile_##SUF(t, set->data[2], i, n, s1);                                       \
-        store_tile_##SUF(t, set->data[3], i, n, s2);                                       \
-        if (ams) store_tile_##SUF(t, set->data[4], i, n, s3);                              \
+        if (!direct) {                                                                     \
+          store_tile_##SUF(t, set->data[2], i, n, s1);                                     \
+          store_tile_##SUF(t, set->data[3], i, n, s2);                                     \
+          if (ams) store_tile_##SUF(t, set->data[4], i, n, s3);                            \
+        }                                                                                  \
         break;                                                                             \
       case NK_OPTIM_SGD:                                                                   \
-        if (mom && !(f & NK_OPTIM_FIRST_STEP)) load_tile_##SUF(t, set->data[2], i, n, s1); \
-        sgd_tile_##SUF(n, pt, gt, s1, &k, p->has_wd, mom, (f & NK_OPTIM_FIRST_STEP) != 0,  \
+        if (!direct && mom && !(f & NK_OPTIM_FIRST_STEP))                                  \
+          load_tile_##SUF(t, set->data[2], i, n, s1);                                      \
+        sgd_tile_##SUF(n, P, G, S1, &k, p->has_wd, mom, (f & NK_OPTIM_FIRST_STEP) != 0,    \
                        (f & NK_OPTIM_NESTEROV) != 0, maxi, scale, tmp);                    \
-        if (mom) store_tile_##SUF(t, set->data[2], i, n, s1);                              \
+        if (!direct && mom) store_tile_##SUF(t, set->data[2], i, n, s1);                   \
         break;                                                                             \
       default:                                                                             \
-        load_tile_##SUF(t, set->data[2], i, n, s1);                                        \
-        adagrad_tile_##SUF(n, pt, gt, s1, &k, p->has_wd, maxi, scale, tmp);                \
-        store_tile_##SUF(t, set->data[2], i, n, s1);                                       \
+        if (!direct) load_tile_##SUF(t, set->data[2], i, n, s1);                           \
+        adagrad_tile_##SUF(n, P, G, S1, &k, p->has_wd, maxi, scale, tmp);                  \
+        if (!direct) store_tile_##SUF(t, set->data[2], i, n, s1);                          \
         break;                                                                             \
       }                                                                                    \
-      if (scale) store_tile_##SUF(t, set->data[1], i, n, gt);                              \
-      store_tile_##SUF(t, set->data[0], i, n, pt);                                         \
+      if (!direct) {                                                                       \
+        if (scale) store_tile_##SUF(t, set->data[1], i, n, gt);                            \
+        store_tile_##SUF(t, set->data[0], i, n, pt);                                       \
+      }                                                                                    \
     }                                                                                      \
   }
 

@@ -21,7 +21,6 @@
 #include <tgmath.h>
 
 #include "dtype_convert.h"
-#include "half_rows.h"
 #include "kernel_entries.h"
 #include "nd_iter.h"
 #include "neuron_kernels.h"
@@ -404,31 +403,15 @@ static bool pow_small_rows(const pw_plan *p, nrt_dtype t, int64_t n, char *const
   default: OTHER; break;                                                                   \
   }
 
-/* Rows of float32 values under the plan's op (whatever its compute dtype). */
-static void float_rows(pw_plan *p, int64_t n, char *const *data, const int64_t *s) {
+/* Rows of float32 values under the plan's op (whatever its compute dtype):
+ * float16/bfloat16 rows (out and inputs of the compute dtype, not a
+ * predicate) come here through nd_iter's float-rows adapter, widened to
+ * float32 chunks and rounded back once -- element for element what the
+ * mixed loop computes (load to float, op in float with the plan's 16-bit
+ * compute semantics, round), without its dtype switches per element. */
+static void float_rows(void *ctx, int64_t n, char *const *data, const int64_t *s) {
+  pw_plan *p = ctx;
   PW_SAME_OPS(NRT_FLOAT32, same_row_strided(p, p->op, NRT_FLOAT32, n, data, &s[0], &s[1], &s[2], &s[3]))
-}
-
-/* float16/bfloat16 rows (out and inputs of the compute dtype, not a
- * predicate): chunks widened to float32, the float32 row, rounded back once
- * (half_rows.h) -- element for element what the mixed loop computes (load
- * to float, op in float with the plan's 16-bit compute semantics, round),
- * without its dtype switches per element. */
-static void half_chunks(pw_plan *p, int64_t n, char *const *data, const int64_t *s) {
-  const nk_half_fns *h = nk_half_pick();
-  float in[3][NK_HALF_CHUNK], out[NK_HALF_CHUNK];
-  const int n_in = p->n_inputs;
-  for (int64_t i0 = 0; i0 < n; i0 += NK_HALF_CHUNK) {
-    const int64_t m = n - i0 < NK_HALF_CHUNK ? n - i0 : NK_HALF_CHUNK;
-    char *cd[4] = {(char *)out, NULL, NULL, NULL};
-    int64_t cs[4] = {4, 0, 0, 0};
-    for (int k = 0; k < n_in; k++) {
-      cd[k + 1] = (char *)h->in(p->compute, data[k + 1] + i0 * s[k + 1], s[k + 1], m, in[k]);
-      cs[k + 1] = s[k + 1] == 0 ? 0 : 4;
-    }
-    float_rows(p, m, cd, cs);
-    h->out(p->compute, data[0] + i0 * s[0], s[0], m, out);
-  }
 }
 
 static void same_loop(void *ctx, int64_t n, char *const *data, const int64_t *s) {
@@ -437,12 +420,6 @@ static void same_loop(void *ctx, int64_t n, char *const *data, const int64_t *s)
   case NRT_FLOAT32: PW_SAME_OPS(NRT_FLOAT32, mixed_loop(p, n, data, s)) break;
   case NRT_FLOAT64: PW_SAME_OPS(NRT_FLOAT64, mixed_loop(p, n, data, s)) break;
   case NRT_INT64: PW_SAME_OPS(NRT_INT64, mixed_loop(p, n, data, s)) break;
-  case NRT_FLOAT16: case NRT_BFLOAT16:
-    if (!pw_is_predicate(p->op)) {
-      half_chunks(p, n, data, s);
-      break;
-    }
-    /* fall through */
   default: mixed_loop(p, n, data, s); break;
   }
 }
@@ -518,8 +495,13 @@ int nk_pointwise_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
   nrt_operand ops[4];
   memcpy(ops, task->operands, sizeof ops[0] * (size_t)task->n_operands);
   hoist_scalars(&plan, ops);
-  nk_loop_fn loop = plan.op == NK_PW_WHERE ? where_loop : all_same(&plan) ? same_loop : mixed_loop;
-  nk_for_each(ops, task->n_operands, loop, &plan);
+  const bool half = plan.compute == NRT_FLOAT16 || plan.compute == NRT_BFLOAT16;
+  if (plan.op != NK_PW_WHERE && half && !pw_is_predicate(plan.op) && all_same(&plan)) {
+    nk_for_each_float(ops, task->n_operands, float_rows, &plan); /* widened to float32 */
+  } else {
+    nk_loop_fn loop = plan.op == NK_PW_WHERE ? where_loop : all_same(&plan) ? same_loop : mixed_loop;
+    nk_for_each(ops, task->n_operands, loop, &plan);
+  }
   if (__atomic_load_n(&plan.zero_division, __ATOMIC_RELAXED)) {
     nrt_exec_fail(ctx, "ZeroDivisionError (integer %s by zero)", pw_ops[plan.op].name);
     return -1;

@@ -13,7 +13,6 @@
  *     the result rounded to the compute dtype and stored in out's dtype.
  * Predicates (isnan, signbit, logical_not, ...) compute on x's own dtype and
  * store 0/1 into any out dtype. */
-#include "half_rows.h"
 #include "unary_ops.h"
 
 #include "kernel_entries.h"
@@ -147,30 +146,14 @@ NK_INLINE void same_ops(const unary_plan *p, nrt_dtype t, int64_t n, char *const
 #undef NK_CASE
 }
 
-/* float16/bfloat16 rows through the float32 vector loop in chunks
- * (half_rows.h); false when the op has no vector form. */
-static bool half_rows(const unary_plan *p, int64_t n, char *const *data, const int64_t *s) {
-  float X[NK_HALF_CHUNK], O[NK_HALF_CHUNK];
-  for (int64_t i0 = 0; i0 < n; i0 += NK_HALF_CHUNK) {
-    const int64_t m = n - i0 < NK_HALF_CHUNK ? n - i0 : NK_HALF_CHUNK;
-    const float *x = nk_half_in(p->in, data[1] + i0 * s[1], s[1], m, X);
-    if (!p->vec(p->op, m, O, x, &p->prm)) return false; /* decided by op: at the first chunk */
-    nk_half_out(p->out, data[0] + i0 * s[0], s[0], m, O);
-  }
-  return true;
-}
-
 static void same_loop(void *ctx, int64_t n, char *const *data, const int64_t *s) {
   const unary_plan *p = ctx;
-  if (p->vec && p->out == NRT_FLOAT32 && s[0] == 4 && s[1] == 4 &&
+  if (p->vec && s[0] == 4 && s[1] == 4 &&
       p->vec(p->op, n, (float *)data[0], (const float *)data[1], &p->prm))
     return;
-  if (p->vec && p->out != NRT_FLOAT32 && s[1] != 0 && half_rows(p, n, data, s)) return;
   switch (p->out) {
-  case NRT_FLOAT32: same_ops(p, NRT_FLOAT32, n, data, s); break;
   case NRT_FLOAT64: same_ops(p, NRT_FLOAT64, n, data, s); break;
-  case NRT_FLOAT16: same_ops(p, NRT_FLOAT16, n, data, s); break;
-  default: same_ops(p, NRT_BFLOAT16, n, data, s); break;
+  default: same_ops(p, NRT_FLOAT32, n, data, s); break; /* float32 rows, or widened 16-bit */
   }
 }
 
@@ -207,7 +190,10 @@ int nk_unary_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
   const bool f32_or_half = p.compute == NRT_FLOAT32 || p.compute == NRT_FLOAT16 ||
                           p.compute == NRT_BFLOAT16;
   p.vec = same && f32_or_half ? nk_unary_pick_vec() : NULL;
-  nk_for_each(task->operands, 2, same ? same_loop : mixed_loop, &p);
+  if (same && f32_or_half)
+    nk_for_each_float(task->operands, 2, same_loop, &p); /* 16-bit rows widened to float32 */
+  else
+    nk_for_each(task->operands, 2, same ? same_loop : mixed_loop, &p);
   return 0;
 }
 
@@ -268,30 +254,14 @@ NK_INLINE void bw_same_ops(const bw_plan *p, nrt_dtype t, int64_t n, char *const
 #undef NK_CASE
 }
 
-static bool bw_half_rows(const bw_plan *p, int64_t n, char *const *data, const int64_t *s) {
-  float A[NK_HALF_CHUNK], B[NK_HALF_CHUNK], O[NK_HALF_CHUNK];
-  for (int64_t i0 = 0; i0 < n; i0 += NK_HALF_CHUNK) {
-    const int64_t m = n - i0 < NK_HALF_CHUNK ? n - i0 : NK_HALF_CHUNK;
-    const float *a = nk_half_in(p->a, data[1] + i0 * s[1], s[1], m, A);
-    const float *b = nk_half_in(p->b, data[2] + i0 * s[2], s[2], m, B);
-    if (!p->vec(p->op, m, O, a, b, &p->prm)) return false; /* decided by op: at the first chunk */
-    nk_half_out(p->out, data[0] + i0 * s[0], s[0], m, O);
-  }
-  return true;
-}
-
 static void bw_same_loop(void *ctx, int64_t n, char *const *data, const int64_t *s) {
   const bw_plan *p = ctx;
-  if (p->vec && p->out == NRT_FLOAT32 && s[0] == 4 && s[1] == 4 && s[2] == 4 &&
+  if (p->vec && s[0] == 4 && s[1] == 4 && s[2] == 4 &&
       p->vec(p->op, n, (float *)data[0], (const float *)data[1], (const float *)data[2], &p->prm))
     return;
-  if (p->vec && p->out != NRT_FLOAT32 && s[1] != 0 && s[2] != 0 && bw_half_rows(p, n, data, s))
-    return;
   switch (p->out) {
-  case NRT_FLOAT32: bw_same_ops(p, NRT_FLOAT32, n, data, s); break;
   case NRT_FLOAT64: bw_same_ops(p, NRT_FLOAT64, n, data, s); break;
-  case NRT_FLOAT16: bw_same_ops(p, NRT_FLOAT16, n, data, s); break;
-  default: bw_same_ops(p, NRT_BFLOAT16, n, data, s); break;
+  default: bw_same_ops(p, NRT_FLOAT32, n, data, s); break; /* float32 rows, or widened 16-bit */
   }
 }
 
@@ -328,8 +298,12 @@ int nk_unary_backward_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
   }
   prepare(true, p.op, p.compute, prm->p, &p.prm);
   const bool same = floating && p.out == p.compute && p.a == p.compute && p.b == p.compute;
-  p.vec = same && (p.compute == NRT_FLOAT32 || p.compute == NRT_FLOAT16 ||
-                   p.compute == NRT_BFLOAT16) ? nk_unary_bw_pick_vec() : NULL;
-  nk_for_each(task->operands, 3, same ? bw_same_loop : bw_mixed_loop, &p);
+  const bool f32_or_half = p.compute == NRT_FLOAT32 || p.compute == NRT_FLOAT16 ||
+                           p.compute == NRT_BFLOAT16;
+  p.vec = same && f32_or_half ? nk_unary_bw_pick_vec() : NULL;
+  if (same && f32_or_half)
+    nk_for_each_float(task->operands, 3, bw_same_loop, &p); /* 16-bit rows widened to float32 */
+  else
+    nk_for_each(task->operands, 3, same ? bw_same_loop : bw_mixed_loop, &p);
   return 0;
 }
