@@ -3,7 +3,10 @@
  * double): forward with and without bias, input and weight gradients,
  * im2col and col2im, over 1-3 spatial dims, stride/padding/dilation/groups
  * (depthwise included), channels-last and strided layouts, all four float
- * dtypes, empty batches, the chunked path, and the validation errors. */
+ * dtypes, empty batches, the chunked path, and the validation errors.
+ * bfloat16 runs both ways: its operands on the dot-product GEMM (where the
+ * CPU has AVX512_BF16 and the ISA is avx512) and widened to float32
+ * (TORCHNEURON_CONV_BF16_DOT=0, and the portable/avx2 runs). */
 #define _POSIX_C_SOURCE 200809L
 #include "test_kernels_util.h"
 
@@ -331,6 +334,23 @@ static void test_cases(void) {
       {NRT_FLOAT32, 1, 3, 6, 8, 2, {20}, {5}, {1}, {2}, {2}, 1},
   };
   for (size_t i = 0; i < sizeof implicit / sizeof *implicit; i++) check_case(&implicit[i]);
+  /* the same in bfloat16 (on AVX512_BF16: operands in k pairs, bfloat16 col
+   * and padded grid, float32 accumulation), and bfloat16 chunks of several
+   * samples, column chunks, 1x1 with stride */
+  for (size_t i = 0; i < sizeof implicit / sizeof *implicit; i++) {
+    conv_case c = implicit[i];
+    c.t = NRT_BFLOAT16;
+    check_case(&c);
+  }
+  many.t = NRT_BFLOAT16;
+  check_case(&many);
+  const conv_case bf16[] = {
+      {NRT_BFLOAT16, 2, 2, 64, 2, 1, {40, 40}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 0}, /* column chunks */
+      {NRT_BFLOAT16, 2, 5, 16, 32, 1, {9, 9}, {1, 1}, {2, 2}, {0, 0}, {1, 1}, 2},
+      {NRT_BFLOAT16, 2, 3, 24, 40, 2, {10, 10}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 1},
+      {NRT_BFLOAT16, 2, 4, 33, 17, 1, {7, 7}, {1, 1}, {1, 1}, {0, 0}, {1, 1}, 0},
+  };
+  for (size_t i = 0; i < sizeof bf16 / sizeof *bf16; i++) check_case(&bf16[i]);
 }
 
 static void test_validation(void) {
@@ -389,6 +409,11 @@ static void tests(void) {
     test_cases();
   }
   unsetenv("TORCHNEURON_CONV_IMPLICIT");
+  /* bfloat16 widened to float32 copies (the path without AVX512_BF16) on
+   * a machine that has it */
+  setenv("TORCHNEURON_CONV_BF16_DOT", "0", 1);
+  test_cases();
+  unsetenv("TORCHNEURON_CONV_BF16_DOT");
   test_validation();
 }
 
