@@ -123,8 +123,9 @@ def test_weight_grad_with_inf(path):
 # ---------------------------------------------------------------- bfloat16
 # bfloat16 convolutions on both paths (the fixture above) and both ways of
 # computing them: operands handed to the AVX512_BF16 dot-product GEMM as
-# bfloat16 (TORCHNEURON_CONV_BF16_DOT unset, on a CPU that has it) and
-# widened to float32 copies ("0").  Either way the products are exact and
+# bfloat16 (TORCHNEURON_CONV_BF16_DOT=1, on a CPU that has it; conv.c's own
+# choice picks one of the two per shape) and widened to float32 copies
+# ("0").  Either way the products are exact and
 # summed in float32, and the result is rounded to bfloat16 once, so it must
 # be within a rounding of the float32 convolution of the same bfloat16
 # values (tighter than a bfloat16-vs-float32 comparison: a mis-paired k
@@ -135,10 +136,7 @@ def test_weight_grad_with_inf(path):
 @pytest.fixture(params=["dot", "widened"])
 def bf16_way(request):
     old = os.environ.get("TORCHNEURON_CONV_BF16_DOT")
-    if request.param == "widened":
-        os.environ["TORCHNEURON_CONV_BF16_DOT"] = "0"
-    else:
-        os.environ.pop("TORCHNEURON_CONV_BF16_DOT", None)
+    os.environ["TORCHNEURON_CONV_BF16_DOT"] = "0" if request.param == "widened" else "1"
     yield request.param
     if old is None:
         os.environ.pop("TORCHNEURON_CONV_BF16_DOT", None)

@@ -593,6 +593,31 @@ static int implicit_pays(const conv_geom *g, int mode) {
   return useful >= 0.5;
 }
 
+/* Whether a bfloat16 convolution on AVX512_BF16 hands its operands to the
+ * dot-product GEMM as bfloat16 (else they are widened to float32 copies).
+ * Everywhere except implicit-GEMM products of at most 32 rows (the
+ * forward's and weight gradient's output channels, the input gradient's
+ * input channels; the CNN example's 16/32-channel layers): there the
+ * float32 GEMM reads its B operand (the padded grid) unpacked with 8-row
+ * tiles (gemm.c: m <= 4 * MR) and the weight gradient of <= 32 channels
+ * uses conv_dw_avx512_f32.c's dot products, while the pair kernel is 12
+ * rows high (a 16-row product pays for 24) and packs B through the offset
+ * tables for only a tile or three of rows.  Measured single-threaded,
+ * interleaved, batch 32: 16->16 and 32->32 channels 1.3-1.8x slower per
+ * pass than widening, the weight gradient included; from 64 channels up,
+ * and on the im2col and 1x1 paths, bfloat16 operands are 1.2-2.5x
+ * faster.  TORCHNEURON_CONV_BF16_DOT=1 / 0 forces bfloat16 operands /
+ * widening wherever the CPU allows (tests of both ways, tuning). */
+static int bf16_operands_pay(const conv_geom *g, int mode, int use_direct) {
+  const char *env = getenv("TORCHNEURON_CONV_BF16_DOT");
+  if (env && *env) return env[0] != '0';
+  if (!use_direct && implicit_pays(g, mode)) {
+    const int64_t rows = mode == NK_CONV_BACKWARD_INPUT ? g->cg : g->og;
+    if (rows <= 32) return 0;
+  }
+  return 1;
+}
+
 static int run_gemm(nrt_exec_ctx *ctx, nrt_operand out, nrt_operand a, nrt_operand b, double beta) {
   const nrt_operand ops[3] = {out, a, b};
   nk_scalar one = {1.0, 1}, bt = {beta, (int64_t)beta};
@@ -728,10 +753,8 @@ int nk_conv_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
    * rounding in view_finish.  By mode, the inputs are in ot and the
    * output in ct: forward x, w (ot) -> y (ct); input gradient dy, w ->
    * dx; weight gradient x, dy -> dw.  Depthwise kernels stay in ct. */
-  const char *bf16_env = getenv("TORCHNEURON_CONV_BF16_DOT");
   const nrt_dtype ot = t == NRT_BFLOAT16 && nk_gemm_bf16_dot() && !depthwise &&
-                           !(bf16_env && bf16_env[0] == '0')
-                           ? NRT_BFLOAT16 : ct;
+                       bf16_operands_pay(&g, mode, use_direct) ? NRT_BFLOAT16 : ct;
   const int64_t oes = (int64_t)nk_dtype_size(ot);
   const nrt_dtype xt_ = mode == NK_CONV_BACKWARD_INPUT ? ct : ot;
   const nrt_dtype yt_ = mode == NK_CONV_FORWARD ? ct : ot;

@@ -6,7 +6,8 @@
  * dtypes, empty batches, the chunked path, and the validation errors.
  * bfloat16 runs both ways: its operands on the dot-product GEMM (where the
  * CPU has AVX512_BF16 and the ISA is avx512) and widened to float32
- * (TORCHNEURON_CONV_BF16_DOT=0, and the portable/avx2 runs). */
+ * (TORCHNEURON_CONV_BF16_DOT=1 / 0, on each path; and the portable/avx2
+ * runs), besides conv.c's own choice. */
 #define _POSIX_C_SOURCE 200809L
 #include "test_kernels_util.h"
 
@@ -121,8 +122,11 @@ static void pad3(const conv_case *c, int64_t in[3], int64_t k[3], int64_t s[3], 
   }
 }
 
+static int bf16_only; /* check_case skips other dtypes */
+
 static void check_case(const conv_case *cc) {
   const nrt_dtype t = cc->t;
+  if (bf16_only && t != NRT_BFLOAT16) return;
   int64_t in[3], k[3], s[3], p[3], d[3], out[3];
   pad3(cc, in, k, s, p, d);
   int64_t lprod = 1, iprod = 1, kprod = 1;
@@ -409,11 +413,20 @@ static void tests(void) {
     test_cases();
   }
   unsetenv("TORCHNEURON_CONV_IMPLICIT");
-  /* bfloat16 widened to float32 copies (the path without AVX512_BF16) on
-   * a machine that has it */
-  setenv("TORCHNEURON_CONV_BF16_DOT", "0", 1);
-  test_cases();
+  /* bfloat16 both ways wherever the CPU allows (conv.c picks one per
+   * shape): operands on the dot-product GEMM, and widened to float32
+   * copies (the path without AVX512_BF16); on each convolution path */
+  bf16_only = 1;
+  static const char *ways[] = {"1", "0"};
+  for (int w = 0; w < 2; w++)
+    for (int i = 1; i < 3; i++) {
+      setenv("TORCHNEURON_CONV_BF16_DOT", ways[w], 1);
+      setenv("TORCHNEURON_CONV_IMPLICIT", paths[i], 1);
+      test_cases();
+    }
+  bf16_only = 0;
   unsetenv("TORCHNEURON_CONV_BF16_DOT");
+  unsetenv("TORCHNEURON_CONV_IMPLICIT");
   test_validation();
 }
 
