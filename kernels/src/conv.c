@@ -112,9 +112,22 @@ static int64_t flat_stride(const int64_t sizes[5], const int64_t strides[5], int
  * in (converting), else out.  float16/bfloat16 <-> float32 rows go through
  * the vectorised row conversions (half_rows.h): the working copies of a
  * bfloat16 convolution under autocast. */
-static void copy_walk(const int64_t sz[5], const int64_t st[5], char *data, nrt_dtype t,
+static void copy_walk(const int64_t size[5], const int64_t stride[5], char *data, nrt_dtype t,
                       char *buf, nrt_dtype ct, int to_buf) {
   const size_t ces = nk_dtype_size(ct);
+  /* Outer dims that continue the innermost one's run join it (the buffer
+   * is row-major), so rows are long: a bfloat16 weight gradient of
+   * 512 x 512 x 3 x 3 was 786k three-element row conversions, a third of
+   * its time. */
+  int64_t sz[5], st[5];
+  memcpy(sz, size, sizeof sz);
+  memcpy(st, stride, sizeof st);
+  for (int d = 3; d >= 0; d--) {
+    if (sz[d] == 1) continue;
+    if (st[d] != st[4] * sz[4]) break;
+    sz[4] *= sz[d];
+    sz[d] = 1;
+  }
   const int rows16 = ct == NRT_FLOAT32 && (t == NRT_FLOAT16 || t == NRT_BFLOAT16 || t == NRT_FLOAT32);
   const nk_half_fns *h = nk_half_pick();
   for (int64_t a = 0; a < sz[0]; a++)
@@ -898,12 +911,21 @@ int nk_conv_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
     }
   }
   if (mode == NK_CONV_BACKWARD_WEIGHT) {
-    /* dw <- acc (o x ck, contiguous) */
-    for (int64_t o = 0; o < g.o; o++)
+    /* dw <- acc (o x ck, contiguous): whole rows where dw's (C/g, K...)
+     * are one run (a contiguous weight, every working copy), else element
+     * by element (ResNet-50's 512-channel 3x3: 2.4M elements, 4/5 of the
+     * weight gradient's time element by element) */
+    const int rows = wv->sl == ces && (g.kprod == 1 ? wv->sb == ces : wv->sb == g.kprod * ces);
+    for (int64_t o = 0; o < g.o; o++) {
+      if (rows) {
+        memcpy(wv->data + o * wv->sa, j.acc + o * g.ck * ces, (size_t)(g.ck * ces));
+        continue;
+      }
       for (int64_t r = 0; r < g.ck; r++) {
         char *dst = wv->data + o * wv->sa + (r / g.kprod) * wv->sb + (r % g.kprod) * wv->sl;
         memcpy(dst, j.acc + (o * g.ck + r) * ces, (size_t)ces);
       }
+    }
   }
   rc = 0;
 out_all:

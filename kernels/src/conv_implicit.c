@@ -381,11 +381,18 @@ int nk_conv_implicit(nrt_exec_ctx *ctx, int mode, const conv_geom *g, nrt_dtype 
         free(acc);
         return rc;
       }
-      /* dw[grp * og + o][c][t] <- acc[o][c * kprod + t] */
-      for (int64_t o = 0; o < g->og; o++)
+      /* dw[grp * og + o][c][t] <- acc[o][c * kprod + t]: whole rows where
+       * dw's (C/g, K...) are one run */
+      const int rows = wks == ces && w->sb == g->kprod * ces;
+      for (int64_t o = 0; o < g->og; o++) {
+        if (rows) {
+          memcpy(w->data + (grp * g->og + o) * w->sa, acc + o * g->ck * ces, (size_t)(g->ck * ces));
+          continue;
+        }
         for (int64_t r = 0; r < g->ck; r++)
           memcpy(w->data + (grp * g->og + o) * w->sa + (r / g->kprod) * w->sb + (r % g->kprod) * wks,
                  acc + (o * g->ck + r) * ces, (size_t)ces);
+      }
     }
     free(acc);
     return 1;
