@@ -6,7 +6,11 @@ it (those go back to im2col), dilation, groups, bias, strided and
 channels-last inputs, and the weight gradient of an input holding inf/NaN
 (left to im2col, because the padded grid's dropped columns would multiply
 them by zero).  Forward, input and weight gradients, float32 and float64,
-in fallback mode "error"."""
+in fallback mode "error".  bfloat16 (both paths, and both ways: on the
+AVX512_BF16 dot-product GEMM and widened to float32) against the float32
+convolution of the same values within one rounding, and against the CPU's
+bfloat16: bias or not, groups, stride, padding, dilation, 1x1 (direct),
+transposed, channels-last and strided inputs and weights."""
 import os
 import random
 
@@ -114,3 +118,120 @@ def test_weight_grad_with_inf(path):
     got = torch.autograd.grad(F.conv2d(x.to("neuron"), wd, padding=1), wd, gy.to("neuron"))[0]
     torch.testing.assert_close(got.cpu(), ref, atol=1e-4, rtol=1e-4, equal_nan=True)
     assert torch.isfinite(ref).any() and not torch.isfinite(ref).all()
+
+
+# ---------------------------------------------------------------- bfloat16
+# bfloat16 convolutions on both paths (the fixture above) and both ways of
+# computing them: operands handed to the AVX512_BF16 dot-product GEMM as
+# bfloat16 (TORCHNEURON_CONV_BF16_DOT=1, on a CPU that has it; conv.c's own
+# choice picks one of the two per shape) and widened to float32 copies
+# ("0").  Either way the products are exact and
+# summed in float32, and the result is rounded to bfloat16 once, so it must
+# be within a rounding of the float32 convolution of the same bfloat16
+# values (tighter than a bfloat16-vs-float32 comparison: a mis-paired k
+# index, a bias added after rounding or a col kept in bfloat16 all fail it),
+# and close to the CPU's own bfloat16 convolution.
+
+
+@pytest.fixture(params=["dot", "widened"])
+def bf16_way(request):
+    old = os.environ.get("TORCHNEURON_CONV_BF16_DOT")
+    os.environ["TORCHNEURON_CONV_BF16_DOT"] = "0" if request.param == "widened" else "1"
+    yield request.param
+    if old is None:
+        os.environ.pop("TORCHNEURON_CONV_BF16_DOT", None)
+    else:
+        os.environ["TORCHNEURON_CONV_BF16_DOT"] = old
+
+
+def within_one_rounding(got, ref):
+    """got (bfloat16, neuron) against ref (float32 from bfloat16 inputs):
+    |got - ref| <= 2^-8 |ref| (half an ulp, with room for float32 summation
+    order) + a small floor for sums that cancel."""
+    got = got.cpu().float()
+    floor = 1e-4 * (ref.abs().max().item() + 1)
+    bad = (got - ref).abs() > ref.abs() * 2 ** -8 + floor
+    assert not bad.any(), (f"{int(bad.sum())} of {bad.numel()} elements off, worst "
+                           f"{(got - ref).abs().max().item():.4g} at max |ref| {ref.abs().max().item():.4g}")
+
+
+def check_bf16(nd, n, cin, cout, size, k, stride=1, padding=0, dilation=1, groups=1, bias=True,
+               transposed=False, output_padding=0, layout="contiguous", seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn((n, cin) + (size,) * nd, generator=g).bfloat16()
+    wshape = (cin, cout // groups) if transposed else (cout, cin // groups)
+    w = (torch.randn(wshape + (k,) * nd, generator=g) * 0.3).bfloat16()
+    b = torch.randn(cout, generator=g).bfloat16() if bias else None
+    if transposed:
+        conv = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}[nd]
+        args = dict(stride=stride, padding=padding, output_padding=output_padding, groups=groups,
+                    dilation=dilation)
+    else:
+        conv = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}[nd]
+        args = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
+    gy = torch.randn(conv(x.float(), w.float(), None, **args).shape, generator=g).bfloat16()
+    # references: float32 of the bfloat16 values, and the CPU in bfloat16
+    ref = [t.float().requires_grad_() for t in (x, w) + ((b,) if bias else ())]
+    cpu = [t.clone().requires_grad_() for t in (x, w) + ((b,) if bias else ())]
+    out_ref = conv(ref[0], ref[1], ref[2] if bias else None, **args)
+    out_cpu = conv(cpu[0], cpu[1], cpu[2] if bias else None, **args)
+    dx = x.to("neuron")
+    if layout == "channels_last" and nd == 2:
+        dx = dx.contiguous(memory_format=torch.channels_last)
+    elif layout == "strided":
+        dx = torch.stack([dx, dx], dim=-1)[..., 0]  # last-dim stride 2
+    dw = w.to("neuron")
+    if layout == "strided":
+        dw = torch.stack([dw, dw], dim=1)[:, 0]  # a non-contiguous weight too
+    dev = [dx.detach().requires_grad_(), dw.detach().requires_grad_()] + (
+        [b.to("neuron").requires_grad_()] if bias else [])
+    out_dev = conv(dev[0], dev[1], dev[2] if bias else None, **args)
+    assert out_dev.dtype == torch.bfloat16
+    if not (transposed and bias):  # (the glue adds a transposed conv's bias afterwards: two roundings)
+        within_one_rounding(out_dev, out_ref.detach())
+    torch.testing.assert_close(out_dev.cpu(), out_cpu.detach(), atol=2e-2, rtol=1.6e-2)
+    grads_ref = torch.autograd.grad(out_ref, ref, gy.float())
+    grads_cpu = torch.autograd.grad(out_cpu, cpu, gy)
+    grads_dev = torch.autograd.grad(out_dev, dev, gy.to("neuron"))
+    for d, r, c in zip(grads_dev, grads_ref, grads_cpu):
+        assert d.dtype == torch.bfloat16
+        within_one_rounding(d, r)
+        scale = c.float().abs().max().item() + 1
+        torch.testing.assert_close(d.cpu().float(), c.float(), atol=2e-2 * scale, rtol=1.6e-2)
+
+
+BF16_CASES = [
+    # nd, n, cin, cout, size, k, dict(stride, padding, dilation, groups, bias)
+    (2, 4, 16, 16, 16, 3, dict(padding=1, bias=False)),      # the small ResNet's layers
+    (2, 3, 16, 32, 16, 3, dict(stride=2, padding=1, bias=False)),
+    (2, 2, 32, 32, 8, 3, dict(padding=1)),
+    (2, 2, 3, 16, 16, 3, dict(padding=1)),                   # stem: 3 input channels (odd k)
+    (2, 3, 16, 32, 16, 1, dict(stride=2, bias=False)),       # projection: 1x1 stride 2
+    (2, 3, 24, 40, 7, 1, dict()),                            # 1x1: the direct path
+    (2, 2, 6, 9, 8, 3, dict(padding=1, groups=3)),           # groups
+    (2, 2, 5, 7, 9, 3, dict(bias=False)),                    # no padding
+    (2, 2, 4, 6, 11, 3, dict(padding=2, dilation=2)),
+    (2, 2, 4, 6, 7, 3, dict(padding=3)),                     # padding beyond the extent
+    (2, 1, 40, 100, 6, 3, dict(padding=1)),                  # more rows than one tile
+    (2, 2, 8, 12, 9, 3, dict(stride=(2, 1), padding=(1, 0))),
+    (1, 3, 6, 10, 33, 5, dict(padding=2)),
+    (3, 2, 4, 5, 6, 3, dict(padding=1)),
+]
+
+
+@pytest.mark.parametrize("case", BF16_CASES, ids=[str(c) for c in BF16_CASES])
+def test_bf16_matches_cpu(path, bf16_way, case):
+    nd, n, cin, cout, size, k, kw = case
+    check_bf16(nd, n, cin, cout, size, k, **kw)
+
+
+@pytest.mark.parametrize("layout", ["channels_last", "strided"])
+def test_bf16_layouts(path, bf16_way, layout):
+    check_bf16(2, 3, 8, 12, 10, 3, padding=1, layout=layout)
+    check_bf16(2, 2, 16, 8, 6, 1, layout=layout)
+
+
+def test_bf16_transposed(path, bf16_way):
+    check_bf16(2, 2, 16, 8, 7, 3, stride=2, padding=1, output_padding=1, transposed=True)
+    check_bf16(2, 2, 6, 9, 8, 3, padding=1, groups=3, transposed=True, bias=False)
+    check_bf16(1, 3, 8, 4, 10, 4, stride=2, padding=1, transposed=True)

@@ -33,11 +33,31 @@
  *    walked serially: deterministic too.
  *  - Depthwise (one input channel per group) has direct kernels: a GEMM
  *    with a handful of rows would spend its time packing.
- *  - float16/bfloat16 operands are widened into float32 working copies and
- *    the results rounded once on store (ATen's CPU accumulates in float32
- *    too); float32/float64 work in place whatever the strides, copying only
- *    an operand the GEMM cannot take as a strided matrix (spatial dims that
- *    do not flatten to one stride).
+ *  - Two types per convolution: the operand type ot, what the GEMMs
+ *    multiply, and the accumulation type ct (float32, float64 for float64),
+ *    where results live until they are rounded once on store (ATen's CPU
+ *    accumulates in float32 too).  A mode's inputs (forward x, w; input
+ *    gradient dy, w; weight gradient x, dy) and every buffer that feeds a
+ *    GEMM (the col matrix of the forward and the weight gradient, the
+ *    stacked dy, conv_implicit's padded grid and transposed weight) are in
+ *    ot; its output (the y working copy the bias is added to, the input
+ *    gradient's col before col2im sums overlapping columns, the weight
+ *    gradient's accumulator across chunks and groups) in ct.
+ *    bfloat16 on a CPU with AVX512_BF16 (nk_gemm_bf16_dot) has ot =
+ *    bfloat16: its operands go to the GEMM as they are (im2col and the
+ *    padded grid move 2-byte elements, half the bytes of float32), and the
+ *    GEMM (bfloat16 a and b, float32 out) runs its dot-product kernel at
+ *    twice the float32 rate, as oneDNN's bf16 convolution does for ATen's
+ *    CPU (0.71x of it with float32 copies for the CNN example under
+ *    autocast).  The products are exact in float32 and summed in float32,
+ *    so this changes only the summation order against the widened path.
+ *    Elsewhere (float16: no dot instruction; bfloat16 without AVX512_BF16,
+ *    under TORCHNEURON_ISA=avx2 or TORCHNEURON_CONV_BF16_DOT=0; depthwise,
+ *    whose direct kernels compute in ct) ot = ct: 16-bit operands are
+ *    widened into float32 working copies.  float32/float64 work in place
+ *    whatever the strides, copying only an operand the GEMM cannot take as
+ *    a strided matrix (spatial dims that do not flatten to one stride); a
+ *    bfloat16 operand that must be copied is copied raw.
  *  - Transposed convolution is not a mode: its forward is BACKWARD_INPUT,
  *    its input gradient FORWARD and its weight gradient BACKWARD_WEIGHT
  *    with x and dy swapped; the glue maps them. */
@@ -92,9 +112,22 @@ static int64_t flat_stride(const int64_t sizes[5], const int64_t strides[5], int
  * in (converting), else out.  float16/bfloat16 <-> float32 rows go through
  * the vectorised row conversions (half_rows.h): the working copies of a
  * bfloat16 convolution under autocast. */
-static void copy_walk(const int64_t sz[5], const int64_t st[5], char *data, nrt_dtype t,
+static void copy_walk(const int64_t size[5], const int64_t stride[5], char *data, nrt_dtype t,
                       char *buf, nrt_dtype ct, int to_buf) {
   const size_t ces = nk_dtype_size(ct);
+  /* Outer dims that continue the innermost one's run join it (the buffer
+   * is row-major), so rows are long: a bfloat16 weight gradient of
+   * 512 x 512 x 3 x 3 was 786k three-element row conversions, a third of
+   * its time. */
+  int64_t sz[5], st[5];
+  memcpy(sz, size, sizeof sz);
+  memcpy(st, stride, sizeof st);
+  for (int d = 3; d >= 0; d--) {
+    if (sz[d] == 1) continue;
+    if (st[d] != st[4] * sz[4]) break;
+    sz[4] *= sz[d];
+    sz[d] = 1;
+  }
   const int rows16 = ct == NRT_FLOAT32 && (t == NRT_FLOAT16 || t == NRT_BFLOAT16 || t == NRT_FLOAT32);
   const nk_half_fns *h = nk_half_pick();
   for (int64_t a = 0; a < sz[0]; a++)
@@ -114,7 +147,11 @@ static void copy_walk(const int64_t sz[5], const int64_t st[5], char *data, nrt_
             continue;
           }
           for (int64_t k = 0; k < sz[4]; k++, p += st[4], buf += ces) {
-            if (ct == NRT_FLOAT64) {
+            if (t == ct) {
+              /* bfloat16 operands of the dot-product GEMM: raw copies */
+              if (to_buf) memcpy(buf, p, ces);
+              else memcpy(p, buf, ces);
+            } else if (ct == NRT_FLOAT64) {
               if (to_buf) nk_write_f64(buf, nk_load_f64(t, p));
               else nk_store_f64(t, p, nk_read_f64(buf));
             } else {
@@ -290,8 +327,9 @@ enum { STACK_GATHER, STACK_SCATTER, STACK_SCATTER_ADD };
 
 typedef struct conv_job {
   const conv_geom *g;
-  nrt_dtype ct;
+  nrt_dtype ct;  /* accumulation type: float32/float64 */
   int64_t ces;
+  int64_t col_es, ys_es; /* element sizes of col and ystack (ct's, or 2: bfloat16 operands) */
   cview x, w, y, b; /* roles by mode (x: input side, y: output side) */
   int64_t n0, nb, l0, lc, grp;
   char *col;     /* ck x (nb * lc): sample b's columns at b * lc */
@@ -310,8 +348,8 @@ static void im2col_task(void *arg, int64_t begin, int64_t end, int worker) {
   for (int64_t t = begin; t < end; t++) {
     const int64_t b = t / g->ck, r = t % g->ck;
     const char *x = j->x.data + (j->n0 + b) * j->x.sa + j->grp * g->cg * j->x.sb;
-    im2col_rows(g, x, j->x.sb, j->x.sp, (size_t)j->ces, r, r + 1, j->l0, j->lc,
-                j->col + (r * j->nb + b) * j->lc * j->ces, j->nb * j->lc * j->ces, j->ces);
+    im2col_rows(g, x, j->x.sb, j->x.sp, (size_t)j->col_es, r, r + 1, j->l0, j->lc,
+                j->col + (r * j->nb + b) * j->lc * j->col_es, j->nb * j->lc * j->col_es, j->col_es);
   }
 }
 
@@ -374,7 +412,7 @@ static void stack_task(void *arg, int64_t begin, int64_t end, int worker) {
   (void)worker;
   const conv_job *j = arg;
   const conv_geom *g = j->g;
-  const int64_t ces = j->ces, row = j->nb * j->lc;
+  const int64_t ces = j->ys_es, row = j->nb * j->lc;
   for (int64_t t = begin; t < end; t++) {
     const int64_t b = t / g->og, o = t % g->og;
     char *y = j->y.data + (j->n0 + b) * j->y.sa + (j->grp * g->og + o) * j->y.sb + j->l0 * j->y.sl;
@@ -568,6 +606,31 @@ static int implicit_pays(const conv_geom *g, int mode) {
   return useful >= 0.5;
 }
 
+/* Whether a bfloat16 convolution on AVX512_BF16 hands its operands to the
+ * dot-product GEMM as bfloat16 (else they are widened to float32 copies).
+ * Everywhere except implicit-GEMM products of at most 32 rows (the
+ * forward's and weight gradient's output channels, the input gradient's
+ * input channels; the CNN example's 16/32-channel layers): there the
+ * float32 GEMM reads its B operand (the padded grid) unpacked with 8-row
+ * tiles (gemm.c: m <= 4 * MR) and the weight gradient of <= 32 channels
+ * uses conv_dw_avx512_f32.c's dot products, while the pair kernel is 12
+ * rows high (a 16-row product pays for 24) and packs B through the offset
+ * tables for only a tile or three of rows.  Measured single-threaded,
+ * interleaved, batch 32: 16->16 and 32->32 channels 1.3-1.8x slower per
+ * pass than widening, the weight gradient included; from 64 channels up,
+ * and on the im2col and 1x1 paths, bfloat16 operands are 1.2-2.5x
+ * faster.  TORCHNEURON_CONV_BF16_DOT=1 / 0 forces bfloat16 operands /
+ * widening wherever the CPU allows (tests of both ways, tuning). */
+static int bf16_operands_pay(const conv_geom *g, int mode, int use_direct) {
+  const char *env = getenv("TORCHNEURON_CONV_BF16_DOT");
+  if (env && *env) return env[0] != '0';
+  if (!use_direct && implicit_pays(g, mode)) {
+    const int64_t rows = mode == NK_CONV_BACKWARD_INPUT ? g->cg : g->og;
+    if (rows <= 32) return 0;
+  }
+  return 1;
+}
+
 static int run_gemm(nrt_exec_ctx *ctx, nrt_operand out, nrt_operand a, nrt_operand b, double beta) {
   const nrt_operand ops[3] = {out, a, b};
   nk_scalar one = {1.0, 1}, bt = {beta, (int64_t)beta};
@@ -658,6 +721,7 @@ int nk_conv_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
   j.g = &g;
   j.ct = ct;
   j.ces = ces;
+  j.col_es = j.ys_es = ces;
   int rc = -1;
 
   /* -------- im2col / col2im (the ATen ops) */
@@ -697,6 +761,21 @@ int nk_conv_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
   const int use_direct = mode != NK_CONV_BACKWARD_WEIGHT && g.kprod == 1 && g.s[0] == 1 &&
                          g.s[1] == 1 && g.s[2] == 1 && g.p[0] == 0 && g.p[1] == 0 && g.p[2] == 0;
   const int depthwise = g.cg == 1 && g.groups > 1;
+  /* Operand type ot: what the GEMMs multiply (bfloat16 itself on the
+   * dot-product kernel, else ct); results stay in ct until the single
+   * rounding in view_finish.  By mode, the inputs are in ot and the
+   * output in ct: forward x, w (ot) -> y (ct); input gradient dy, w ->
+   * dx; weight gradient x, dy -> dw.  Depthwise kernels stay in ct. */
+  const nrt_dtype ot = t == NRT_BFLOAT16 && nk_gemm_bf16_dot() && !depthwise &&
+                       bf16_operands_pay(&g, mode, use_direct) ? NRT_BFLOAT16 : ct;
+  const int64_t oes = (int64_t)nk_dtype_size(ot);
+  const nrt_dtype xt_ = mode == NK_CONV_BACKWARD_INPUT ? ct : ot;
+  const nrt_dtype yt_ = mode == NK_CONV_FORWARD ? ct : ot;
+  const nrt_dtype wt_ = mode == NK_CONV_BACKWARD_WEIGHT ? ct : ot;
+  /* col: a GEMM input (forward, weight gradient) or the input gradient's
+   * GEMM output before col2im; ystack: y's type */
+  j.col_es = mode == NK_CONV_BACKWARD_INPUT ? ces : oes;
+  j.ys_es = (int64_t)nk_dtype_size(yt_);
   if (depthwise) {
     /* direct kernels: any strides, no flattening needed (weight flat per o) */
     if (view_make(ctx, xo, nd, ct, 0, 2, mode == NK_CONV_BACKWARD_INPUT, 0, xv)) return -1;
@@ -723,16 +802,16 @@ int nk_conv_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
 
   /* views: GEMM operands must flatten; the im2col source need not */
   if (mode == NK_CONV_FORWARD) {
-    if (view_make(ctx, xo, nd, ct, use_direct, 2, 0, 0, xv)) return -1;
-    if (view_make(ctx, yo, nd, ct, 1, 2, 1, 0, yv)) goto out_x;
+    if (view_make(ctx, xo, nd, xt_, use_direct, 2, 0, 0, xv)) return -1;
+    if (view_make(ctx, yo, nd, yt_, 1, 2, 1, 0, yv)) goto out_x;
   } else if (mode == NK_CONV_BACKWARD_INPUT) {
-    if (view_make(ctx, xo, nd, ct, 1, 2, 1, 0, xv)) return -1;
-    if (view_make(ctx, yo, nd, ct, 1, 2, 0, 0, yv)) goto out_x;
+    if (view_make(ctx, xo, nd, xt_, 1, 2, 1, 0, xv)) return -1;
+    if (view_make(ctx, yo, nd, yt_, 1, 2, 0, 0, yv)) goto out_x;
   } else {
-    if (view_make(ctx, xo, nd, ct, use_direct, 2, 0, 0, xv)) return -1;
-    if (view_make(ctx, yo, nd, ct, 1, 2, 0, 0, yv)) goto out_x;
+    if (view_make(ctx, xo, nd, xt_, use_direct, 2, 0, 0, xv)) return -1;
+    if (view_make(ctx, yo, nd, yt_, 1, 2, 0, 0, yv)) goto out_x;
   }
-  if (view_make(ctx, wo, nd, ct, 1, 1, mode == NK_CONV_BACKWARD_WEIGHT, 0, wv)) goto out_y;
+  if (view_make(ctx, wo, nd, wt_, 1, 1, mode == NK_CONV_BACKWARD_WEIGHT, 0, wv)) goto out_y;
   if (bo) {
     nrt_operand b3 = *bo;
     b3.ndim = 3;
@@ -742,7 +821,7 @@ int nk_conv_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
   }
 
   if (!use_direct && implicit_pays(&g, mode)) {
-    const int done = nk_conv_implicit(ctx, mode, &g, ct, xv, wv, yv, bo ? &j.b : NULL);
+    const int done = nk_conv_implicit(ctx, mode, &g, ct, ot, xv, wv, yv, bo ? &j.b : NULL);
     if (done < 0) goto out_all;
     if (done) {
       rc = 0;
@@ -753,8 +832,8 @@ int nk_conv_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
   int64_t nb, lc;
   plan_chunks(&g, use_direct ? 0 : g.og * g.lprod, &nb, &lc);
   if (!use_direct && g.n && g.lprod) {
-    j.col = malloc((size_t)(nb * g.ck * lc * ces + ces));
-    j.ystack = nb > 1 ? malloc((size_t)(nb * g.og * lc * ces + ces)) : NULL;
+    j.col = malloc((size_t)(nb * g.ck * lc * j.col_es + ces));
+    j.ystack = nb > 1 ? malloc((size_t)(nb * g.og * lc * j.ys_es + ces)) : NULL;
     if (!j.col || (nb > 1 && !j.ystack)) {
       nrt_exec_fail(ctx, "conv: out of host memory for a col buffer of %lld elements",
                     (long long)(nb * (g.ck + g.og) * lc));
@@ -790,16 +869,16 @@ int nk_conv_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
         /* the input-side matrix (ck x cols per GEMM batch entry) */
         nrt_operand xm;
         if (use_direct)
-          xm = mat3(xv->data + n0 * xv->sa + grp * g.cg * xv->sb + l0 * xv->sl, ct, nbc, g.ck, lcc,
+          xm = mat3(xv->data + n0 * xv->sa + grp * g.cg * xv->sb + l0 * xv->sl, xt_, nbc, g.ck, lcc,
                     xv->sa, xv->sb, xv->sl);
         else
-          xm = mat3(j.col, ct, batch, g.ck, cols, lcc * ces, nbc * lcc * ces, ces);
+          xm = mat3(j.col, xt_, batch, g.ck, cols, lcc * j.col_es, nbc * lcc * j.col_es, j.col_es);
         const nrt_operand ym =
-            stacked ? mat3(j.ystack, ct, 1, g.og, cols, 0, cols * ces, ces)
-                    : mat3(yv->data + n0 * yv->sa + grp * g.og * yv->sb + l0 * yv->sl, ct, nbc,
+            stacked ? mat3(j.ystack, yt_, 1, g.og, cols, 0, cols * j.ys_es, j.ys_es)
+                    : mat3(yv->data + n0 * yv->sa + grp * g.og * yv->sb + l0 * yv->sl, yt_, nbc,
                            g.og, lcc, yv->sa, yv->sb, yv->sl);
         const int64_t wstep = g.kprod > 1 ? wv->sl : wv->sb; /* stride along ck */
-        const nrt_operand wm = mat3(wv->data + grp * g.og * wv->sa, ct, batch, g.og, g.ck, 0, wv->sa, wstep);
+        const nrt_operand wm = mat3(wv->data + grp * g.og * wv->sa, wt_, batch, g.og, g.ck, 0, wv->sa, wstep);
         const int64_t stack_units = nbc * g.og, stack_grain = lcc >= 4096 ? 1 : 4096 / lcc;
         if (mode == NK_CONV_FORWARD) {
           if (!use_direct) nk_parallel_for(nbc * g.ck, 16, im2col_task, &j);
@@ -813,7 +892,7 @@ int nk_conv_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
             j.stack_dir = STACK_GATHER;
             nk_parallel_for(stack_units, stack_grain, stack_task, &j);
           }
-          const nrt_operand wt = mat3(wm.data, ct, batch, g.ck, g.og, 0, wm.strides[2], wm.strides[1]);
+          const nrt_operand wt = mat3(wm.data, wt_, batch, g.ck, g.og, 0, wm.strides[2], wm.strides[1]);
           if (run_gemm(ctx, xm, wt, ym, 0.0)) goto out_all;
           if (!use_direct) nk_parallel_for(nbc * g.cg, 4, col2im_task, &j);
         } else {
@@ -823,7 +902,7 @@ int nk_conv_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
             nk_parallel_for(stack_units, stack_grain, stack_task, &j);
           }
           /* acc[grp] += dy (og x cols) @ col^T (cols x ck), chunk after chunk */
-          const nrt_operand xt = mat3(xm.data, ct, 1, cols, g.ck, 0, xm.strides[2], xm.strides[1]);
+          const nrt_operand xt = mat3(xm.data, xt_, 1, cols, g.ck, 0, xm.strides[2], xm.strides[1]);
           const nrt_operand am = mat3(j.acc + grp * g.og * g.ck * ces, ct, 1, g.og, g.ck, 0,
                                       g.ck * ces, ces);
           if (run_gemm(ctx, am, ym, xt, 1.0)) goto out_all;
@@ -832,12 +911,21 @@ int nk_conv_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
     }
   }
   if (mode == NK_CONV_BACKWARD_WEIGHT) {
-    /* dw <- acc (o x ck, contiguous) */
-    for (int64_t o = 0; o < g.o; o++)
+    /* dw <- acc (o x ck, contiguous): whole rows where dw's (C/g, K...)
+     * are one run (a contiguous weight, every working copy), else element
+     * by element (ResNet-50's 512-channel 3x3: 2.4M elements, 4/5 of the
+     * weight gradient's time element by element) */
+    const int rows = wv->sl == ces && (g.kprod == 1 ? wv->sb == ces : wv->sb == g.kprod * ces);
+    for (int64_t o = 0; o < g.o; o++) {
+      if (rows) {
+        memcpy(wv->data + o * wv->sa, j.acc + o * g.ck * ces, (size_t)(g.ck * ces));
+        continue;
+      }
       for (int64_t r = 0; r < g.ck; r++) {
         char *dst = wv->data + o * wv->sa + (r / g.kprod) * wv->sb + (r % g.kprod) * wv->sl;
         memcpy(dst, j.acc + (o * g.ck + r) * ces, (size_t)ces);
       }
+    }
   }
   rc = 0;
 out_all:
@@ -846,13 +934,13 @@ out_all:
   free(j.ystack);
   free(j.b.owned);
 out_w:
-  if (rc == 0) view_finish(wo, nd, ct, wv);
+  if (rc == 0) view_finish(wo, nd, wt_, wv);
   else free(wv->owned);
 out_y:
-  if (rc == 0) view_finish(yo, nd, ct, yv);
+  if (rc == 0) view_finish(yo, nd, yt_, yv);
   else free(yv->owned);
 out_x:
-  if (rc == 0) view_finish(xo, nd, ct, xv);
+  if (rc == 0) view_finish(xo, nd, xt_, xv);
   else free(xv->owned);
   return rc;
 }

@@ -44,12 +44,14 @@ static inline nrt_operand mat3(char *data, nrt_dtype t, int64_t b, int64_t r, in
 
 /* The stride-1 convolution of every mode but the weight gradient's inputs
  * with non-finite values, as implicit GEMMs (conv_implicit.c).  x, w, y
- * (and b, bias, may have data NULL) are compute-typed views as conv.c makes
- * them.  Returns 1 when done, 0 when the shape or the values are not for
- * it (nothing written then, conv.c goes on with im2col), -1 after
+ * (and b, bias, may have data NULL) are views as conv.c makes them: the
+ * mode's inputs in the operand type ot (ct, or bfloat16 for the
+ * dot-product GEMM), its output and the bias in the accumulation type ct.
+ * Returns 1 when done, 0 when the shape or the values are not for it
+ * (nothing written then, conv.c goes on with im2col), -1 after
  * nrt_exec_fail. */
-int nk_conv_implicit(nrt_exec_ctx *ctx, int mode, const conv_geom *g, nrt_dtype ct, const cview *x,
-                     const cview *w, const cview *y, const cview *b);
+int nk_conv_implicit(nrt_exec_ctx *ctx, int mode, const conv_geom *g, nrt_dtype ct, nrt_dtype ot,
+                     const cview *x, const cview *w, const cview *y, const cview *b);
 
 /* The weight gradient's dot products for few output channels
  * (conv_dw_avx512_f32.c): tiles [t0, t1) of the (ceil(og / 4), ceil(ck / 6))

@@ -116,8 +116,9 @@ typedef struct side {
 
 typedef struct ijob {
   const igeom *ig;
-  nrt_dtype ct;
-  int64_t ces, n0, nb, q, region; /* region: channel_region(nb) */
+  nrt_dtype xt;        /* xp's (and src's) type: the operand type */
+  int64_t xes;         /* its size */
+  int64_t ces, n0, nb, q, region; /* ces: ys's (and dst's) element size; region: channel_region(nb) */
   side src;            /* padded into xp */
   char *xp;
   int nonfinite;       /* set (racy, monotone) when xp got inf or NaN */
@@ -135,7 +136,7 @@ static void pad_task(void *arg, int64_t begin, int64_t end, int worker) {
   (void)worker;
   ijob *j = arg;
   const igeom *ig = j->ig;
-  const int64_t ces = j->ces;
+  const int64_t ces = j->xes;
   int bad = 0;
   for (int64_t u = begin; u < end; u++) {
     const int64_t c = u / j->nb, b = u % j->nb;
@@ -152,9 +153,13 @@ static void pad_task(void *arg, int64_t begin, int64_t end, int worker) {
         else for (int64_t i = 0; i < n; i++) memcpy(d + i * ces, s + i * ss, (size_t)ces);
         if (j->check_finite) {
           /* x * 0 is 0 for finite x and NaN otherwise */
-          if (j->ct == NRT_FLOAT64) {
+          if (j->xt == NRT_FLOAT64) {
             double z = 0;
             for (int64_t i = 0; i < n; i++) z += nk_read_f64(d + i * ces) * 0.0;
+            bad |= z != 0;
+          } else if (j->xt == NRT_BFLOAT16) {
+            float z = 0;
+            for (int64_t i = 0; i < n; i++) z += nk_bf16_to_f32(nk_read_u16(d + i * ces)) * 0.0f;
             bad |= z != 0;
           } else {
             float z = 0;
@@ -184,7 +189,7 @@ static void move_rows(const ijob *j, int64_t o, int64_t b, int to_y) {
     for (int64_t o1 = 0; o1 < ig->out[1]; o1++) {
       char *g = row + out_row_q(ig, b, o0, o1) * ces;
       char *t = y + o0 * j->dst.sp[0] + o1 * j->dst.sp[1];
-      if (to_y && j->bias && j->ct == NRT_FLOAT64) {
+      if (to_y && j->bias && ces == 8) {
         const double bv = nk_read_f64(j->bias + o * j->bias_stride);
         for (int64_t i = 0; i < n; i++) nk_write_f64(t + i * ds, nk_read_f64(g + i * ces) + bv);
       } else if (to_y && j->bias) {
@@ -231,30 +236,31 @@ static void rows_chunk(ijob *j, void (*task)(void *, int64_t, int64_t, int)) {
 }
 
 /* y = conv(x) (+ bias) for every sample: w is (cout, ck) with row stride
- * wrs and k stride wks. */
-static int implicit_forward(nrt_exec_ctx *ctx, const igeom *ig, nrt_dtype ct, int64_t n, side x,
-                            const char *w, int64_t wrs, int64_t wks, side y, const char *bias,
+ * wrs and k stride wks; x and w in the operand type ot, y (and ys, the
+ * GEMM's output) and the bias in ct. */
+static int implicit_forward(nrt_exec_ctx *ctx, const igeom *ig, nrt_dtype ct, nrt_dtype ot, int64_t n,
+                            side x, const char *w, int64_t wrs, int64_t wks, side y, const char *bias,
                             int64_t bias_stride) {
-  const int64_t ces = (int64_t)nk_dtype_size(ct);
+  const int64_t ces = (int64_t)nk_dtype_size(ct), oes = (int64_t)nk_dtype_size(ot);
   int rc = -1;
   /* xp ends in the slack the GEMM's unpacked B may read (gemm.h) */
   const int64_t xp_elems = ig->cin * channel_region(ig, ig->nb);
-  char *xp = malloc((size_t)((xp_elems + NK_GEMM_ROWS_SLACK) * ces));
+  char *xp = malloc((size_t)((xp_elems + NK_GEMM_ROWS_SLACK) * oes));
   char *ys = malloc((size_t)(ig->cout * chunk_columns(ig, ig->nb) * ces + ces));
   int64_t *off = malloc((size_t)(ig->ck + 1) * sizeof *off);
   if (!xp || !ys || !off) {
     nrt_exec_fail(ctx, "conv: out of host memory for an implicit-GEMM chunk");
     goto done;
   }
-  memset(xp + xp_elems * ces, 0, (size_t)(NK_GEMM_ROWS_SLACK * ces));
+  memset(xp + xp_elems * oes, 0, (size_t)(NK_GEMM_ROWS_SLACK * oes));
   for (int64_t n0 = 0; n0 < n; n0 += ig->nb) {
     const int64_t nb = n - n0 < ig->nb ? n - n0 : ig->nb, q = chunk_columns(ig, nb);
-    ijob j = {ig, ct, ces, n0, nb, q, channel_region(ig, nb), x, xp, 0, y, ys, bias, bias_stride, 0};
+    ijob j = {ig, ot, oes, ces, n0, nb, q, channel_region(ig, nb), x, xp, 0, y, ys, bias, bias_stride, 0};
     pad_chunk(&j);
-    tap_offsets(ig, nb, ces, off);
+    tap_offsets(ig, nb, oes, off);
     const nrt_operand ops[3] = {mat3(ys, ct, 1, ig->cout, q, 0, q * ces, ces),
-                                mat3((char *)w, ct, 1, ig->cout, ig->ck, 0, wrs, wks),
-                                mat3(xp, ct, 1, ig->ck, q, 0, 0, ces)};
+                                mat3((char *)w, ot, 1, ig->cout, ig->ck, 0, wrs, wks),
+                                mat3(xp, ot, 1, ig->ck, q, 0, 0, oes)};
     const nk_gemm_indirect ind = {off, NULL};
     if (nk_gemm_operands_indirect(ctx, ops, (nk_scalar){1.0, 1}, (nk_scalar){0.0, 0}, &ind)) goto done;
     rows_chunk(&j, scatter_task);
@@ -284,18 +290,20 @@ static void dots_task(void *arg, int64_t begin, int64_t end, int worker) {
                              d->q, d->og, d->ck, d->acc, begin, end);
 }
 
-/* acc (cout, ck, contiguous) += dy (cout channels) x col(x)^T over every
- * sample; 0 (acc unspecified) when x holds inf or NaN. */
-static int implicit_weight_grad(nrt_exec_ctx *ctx, const igeom *ig, nrt_dtype ct, int64_t n,
-                                side x, side dy, char *acc) {
-  const int64_t ces = (int64_t)nk_dtype_size(ct);
+/* acc (cout, ck, contiguous, ct) += dy (cout channels) x col(x)^T over
+ * every sample, x and dy in the operand type ot (so are xp and ys, the
+ * gathered dy); 0 (acc unspecified) when x holds inf or NaN. */
+static int implicit_weight_grad(nrt_exec_ctx *ctx, const igeom *ig, nrt_dtype ct, nrt_dtype ot,
+                                int64_t n, side x, side dy, char *acc) {
+  const int64_t ces = (int64_t)nk_dtype_size(ct), oes = (int64_t)nk_dtype_size(ot);
   int rc = -1;
-  char *xp = malloc((size_t)(ig->cin * channel_region(ig, ig->nb) * ces + ces));
-  char *ys = malloc((size_t)(ig->cout * chunk_columns(ig, ig->nb) * ces + ces));
+  char *xp = malloc((size_t)(ig->cin * channel_region(ig, ig->nb) * oes + oes));
+  char *ys = malloc((size_t)(ig->cout * chunk_columns(ig, ig->nb) * oes + oes));
   int64_t *off = malloc((size_t)(ig->ck + 1) * sizeof *off);
   /* Few output channels on AVX-512: dot products, no packing (see
-   * conv_dw_avx512_f32.c); zeros is their padding row. */
-  const int dots = ct == NRT_FLOAT32 && ig->cout <= 32 && nk_cpu_isa() == NK_ISA_AVX512;
+   * conv_dw_avx512_f32.c); zeros is their padding row.  float32 operands
+   * only (bfloat16 ones take the dot-product GEMM). */
+  const int dots = ot == NRT_FLOAT32 && ig->cout <= 32 && nk_cpu_isa() == NK_ISA_AVX512;
   float *zeros = dots ? calloc((size_t)(chunk_columns(ig, ig->nb) + 16), sizeof(float)) : NULL;
   if (!xp || !ys || !off || (dots && !zeros)) {
     nrt_exec_fail(ctx, "conv: out of host memory for an implicit-GEMM chunk");
@@ -303,14 +311,14 @@ static int implicit_weight_grad(nrt_exec_ctx *ctx, const igeom *ig, nrt_dtype ct
   }
   for (int64_t n0 = 0; n0 < n; n0 += ig->nb) {
     const int64_t nb = n - n0 < ig->nb ? n - n0 : ig->nb, q = chunk_columns(ig, nb);
-    ijob j = {ig, ct, ces, n0, nb, q, channel_region(ig, nb), x, xp, 0, dy, ys, NULL, 0, 1};
+    ijob j = {ig, ot, oes, oes, n0, nb, q, channel_region(ig, nb), x, xp, 0, dy, ys, NULL, 0, 1};
     pad_chunk(&j);
     if (j.nonfinite) {
       rc = 0;
       goto done;
     }
     rows_chunk(&j, gather_task);
-    tap_offsets(ig, nb, ces, off);
+    tap_offsets(ig, nb, oes, off);
     if (zeros) {
       dots_job dj = {ys, q, xp, off, zeros, ig->cout, ig->ck, (float *)(void *)acc};
       const int64_t tiles = (ig->cout + NK_CONV_DW_TILE_O - 1) / NK_CONV_DW_TILE_O *
@@ -319,8 +327,8 @@ static int implicit_weight_grad(nrt_exec_ctx *ctx, const igeom *ig, nrt_dtype ct
       continue;
     }
     const nrt_operand ops[3] = {mat3(acc, ct, 1, ig->cout, ig->ck, 0, ig->ck * ces, ces),
-                                mat3(ys, ct, 1, ig->cout, q, 0, q * ces, ces),
-                                mat3(xp, ct, 1, q, ig->ck, 0, ces, 0)};
+                                mat3(ys, ot, 1, ig->cout, q, 0, q * oes, oes),
+                                mat3(xp, ot, 1, q, ig->ck, 0, oes, 0)};
     const nk_gemm_indirect ind = {NULL, off};
     if (nk_gemm_operands_indirect(ctx, ops, (nk_scalar){1.0, 1}, (nk_scalar){1.0, 1}, &ind)) goto done;
   }
@@ -338,19 +346,19 @@ static side side_of(const cview *v, int64_t channel0) {
   return s;
 }
 
-int nk_conv_implicit(nrt_exec_ctx *ctx, int mode, const conv_geom *g, nrt_dtype ct, const cview *x,
-                     const cview *w, const cview *y, const cview *b) {
+int nk_conv_implicit(nrt_exec_ctx *ctx, int mode, const conv_geom *g, nrt_dtype ct, nrt_dtype ot,
+                     const cview *x, const cview *w, const cview *y, const cview *b) {
   for (int i = 0; i < 3; i++)
     if (g->s[i] != 1) return 0;
   if (g->n == 0 || g->lprod == 0) return 0;
-  const int64_t ces = (int64_t)nk_dtype_size(ct);
+  const int64_t ces = (int64_t)nk_dtype_size(ct), oes = (int64_t)nk_dtype_size(ot);
   /* the weight as (O, CK) rows: conv.c's views flatten (C/g, K...) */
   const int64_t wks = g->kprod > 1 ? w->sl : w->sb;
   igeom ig;
   if (mode == NK_CONV_FORWARD) {
     if (!igeom_make(&ig, g->in, g->k, g->d, g->p, g->cg, g->og, g->n)) return 0;
     for (int64_t grp = 0; grp < g->groups; grp++) {
-      const int rc = implicit_forward(ctx, &ig, ct, g->n, side_of(x, grp * g->cg),
+      const int rc = implicit_forward(ctx, &ig, ct, ot, g->n, side_of(x, grp * g->cg),
                                       w->data + grp * g->og * w->sa, w->sa, wks,
                                       side_of(y, grp * g->og),
                                       b && b->data ? b->data + grp * g->og * b->sa : NULL, b ? b->sa : 0);
@@ -367,17 +375,24 @@ int nk_conv_implicit(nrt_exec_ctx *ctx, int mode, const conv_geom *g, nrt_dtype 
     }
     for (int64_t grp = 0; grp < g->groups; grp++) {
       if (grp) memset(acc, 0, (size_t)(g->og * g->ck * ces));
-      const int rc = implicit_weight_grad(ctx, &ig, ct, g->n, side_of(x, grp * g->cg),
+      const int rc = implicit_weight_grad(ctx, &ig, ct, ot, g->n, side_of(x, grp * g->cg),
                                           side_of(y, grp * g->og), acc);
       if (rc != 1) {
         free(acc);
         return rc;
       }
-      /* dw[grp * og + o][c][t] <- acc[o][c * kprod + t] */
-      for (int64_t o = 0; o < g->og; o++)
+      /* dw[grp * og + o][c][t] <- acc[o][c * kprod + t]: whole rows where
+       * dw's (C/g, K...) are one run */
+      const int rows = wks == ces && w->sb == g->kprod * ces;
+      for (int64_t o = 0; o < g->og; o++) {
+        if (rows) {
+          memcpy(w->data + (grp * g->og + o) * w->sa, acc + o * g->ck * ces, (size_t)(g->ck * ces));
+          continue;
+        }
         for (int64_t r = 0; r < g->ck; r++)
           memcpy(w->data + (grp * g->og + o) * w->sa + (r / g->kprod) * w->sb + (r % g->kprod) * wks,
                  acc + (o * g->ck + r) * ces, (size_t)ces);
+      }
     }
     free(acc);
     return 1;
@@ -391,7 +406,7 @@ int nk_conv_implicit(nrt_exec_ctx *ctx, int mode, const conv_geom *g, nrt_dtype 
   }
   if (!igeom_make(&ig, g->out, g->k, g->d, pp, g->og, g->cg, g->n)) return 0;
   if (ig.out[0] != g->in[0] || ig.out[1] != g->in[1] || ig.out[2] != g->in[2]) return 0;
-  char *wt = malloc((size_t)(g->cg * g->og * g->kprod * ces + ces));
+  char *wt = malloc((size_t)(g->cg * g->og * g->kprod * oes + oes));
   if (!wt) {
     nrt_exec_fail(ctx, "conv: out of host memory for a transposed weight");
     return -1;
@@ -408,15 +423,17 @@ int nk_conv_implicit(nrt_exec_ctx *ctx, int mode, const conv_geom *g, nrt_dtype 
       for (int64_t c = 0; c < g->cg; c++)
         for (int64_t o = ob; o < oe; o++) {
           const char *src = w->data + (grp * g->og + o) * w->sa + c * w->sb;
-          char *dst = wt + ((c * g->og + o) * g->kprod + g->kprod - 1) * ces;
-          if (ces == 4)
+          char *dst = wt + ((c * g->og + o) * g->kprod + g->kprod - 1) * oes;
+          if (oes == 4)
             for (int64_t t = 0; t < g->kprod; t++) nk_write_f32(dst - t * 4, nk_read_f32(src + t * wks));
+          else if (oes == 2)
+            for (int64_t t = 0; t < g->kprod; t++) memcpy(dst - t * 2, src + t * wks, 2);
           else
             for (int64_t t = 0; t < g->kprod; t++) nk_write_f64(dst - t * 8, nk_read_f64(src + t * wks));
         }
     }
-    rc = implicit_forward(ctx, &ig, ct, g->n, side_of(y, grp * g->og), wt, g->og * g->kprod * ces,
-                          ces, side_of(x, grp * g->cg), NULL, 0);
+    rc = implicit_forward(ctx, &ig, ct, ot, g->n, side_of(y, grp * g->og), wt, g->og * g->kprod * oes,
+                          oes, side_of(x, grp * g->cg), NULL, 0);
   }
   free(wt);
   return rc;

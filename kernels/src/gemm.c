@@ -39,6 +39,16 @@
  *    for a dot-product micro-kernel with twice the float32 rate, as
  *    oneDNN does for ATen's CPU),
  *    float64, int64 for the integers (wrapping, portable kernel).
+ *  - Mixed precision: bfloat16/float16 a and b may write a float32 out
+ *    (GemmEx's 32F C).  Convolution needs it: its operands are bfloat16
+ *    but its results accumulate across GEMMs (the weight gradient's
+ *    chunks, col2im's overlapping columns, the bias) and must be rounded
+ *    once at the end, so the GEMM's output has to stay float32.  Such a
+ *    plan updates out directly (no workspace); matrix-vector shapes take
+ *    the packed path.  The offset tables work for bfloat16 b too: the
+ *    pair packing reads rows/columns through them (implicit-GEMM
+ *    convolution on its padded bfloat16 grid); the unpacked form stays
+ *    float32/float64 (its rows kernels read the compute type in place).
  *  - Matrix-vector shapes (n == 1 or m == 1, float32/float64, one operand
  *    with unit stride along k) skip packing: dot products per row, or axpy
  *    sweeps for a column-major matrix; small problems run serially.
@@ -196,7 +206,8 @@ static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo :
 
 /* A matrix of one batch entry: element (r, c) at data + r * rs + c * cs,
  * or at the byte offsets roff[r] / coff[c] in place of r * rs / c * cs
- * where those tables are given (nk_gemm_indirect; float types only). */
+ * where those tables are given (nk_gemm_indirect; float32, float64 and
+ * bfloat16, whose k-pair packing reads through them like NK_PACK). */
 typedef struct matrix {
   const char *data;
   nrt_dtype dtype;
@@ -302,18 +313,21 @@ NK_PACK(pack_f16, float, uint16_t, nk_f16_to_f32)
  * 2q] | x[..][c0 + 2q + 1] << 16, an odd last pair's high half 0. */
 static uint16_t at16(const matrix *x, int64_t r, int64_t c) {
   uint16_t v;
-  memcpy(&v, x->data + r * x->rs + c * x->cs, sizeof v);
+  memcpy(&v, x->data + NK_ROW(x, r) + NK_COL(x, c), sizeof v);
   return v;
 }
 
 static void pack_pairs(const matrix *x, int64_t r0, int64_t rows, int64_t c0, int64_t cols,
                        int width, uint32_t *dst) {
   const int64_t pairs = (cols + 1) / 2, sliver = (int64_t)width * pairs;
-  if (x->rs == 2) {
-    /* rows adjacent: two source lines per pair, streamed across slivers */
+  if (x->rs == 2 && !x->roff) {
+    /* rows adjacent: two source lines per pair, streamed across slivers
+     * (an implicit convolution's B: k rows at offsets coff, the columns
+     * adjacent) */
     for (int64_t q = 0; q < pairs; q++) {
-      const uint16_t *lo = (const uint16_t *)(x->data + r0 * 2 + (c0 + 2 * q) * x->cs);
-      const uint16_t *hi = 2 * q + 1 < cols ? lo + x->cs / 2 : NULL;
+      const uint16_t *lo = (const uint16_t *)(x->data + r0 * 2 + NK_COL(x, c0 + 2 * q));
+      const uint16_t *hi =
+          2 * q + 1 < cols ? (const uint16_t *)(x->data + r0 * 2 + NK_COL(x, c0 + 2 * q + 1)) : NULL;
       uint32_t *d = dst + q * width;
       for (int64_t s = 0; s < rows; s += width, d += sliver) {
         const int valid = rows - s < width ? (int)(rows - s) : width;
@@ -331,9 +345,9 @@ static void pack_pairs(const matrix *x, int64_t r0, int64_t rows, int64_t c0, in
     const int valid = rows - s < width ? (int)(rows - s) : width;
     for (int i = 0; i < valid; i++) {
       const int64_t r = r0 + s + i;
-      if (x->cs == 2) {
+      if (x->cs == 2 && !x->coff) {
         /* k adjacent: the pairs are the source's own 32-bit words */
-        const char *src = x->data + r * x->rs + c0 * 2;
+        const char *src = x->data + NK_ROW(x, r) + c0 * 2;
         for (int64_t q = 0; q < cols / 2; q++) memcpy(&dst[q * width + i], src + 4 * q, 4);
         if (cols % 2) dst[(pairs - 1) * width + i] = at16(x, r, c0 + cols - 1);
       } else {
@@ -783,6 +797,7 @@ static void gemv_range(void *arg, int64_t begin, int64_t end, int worker) {
 static int try_gemv(const gemm_plan *p) {
   if (p->cls != NK_CLASS_FLOAT && p->cls != NK_CLASS_DOUBLE) return 0;
   if (p->ind.b_rows || p->ind.b_cols) return 0;
+  if (p->a.dtype != p->out.dtype) return 0; /* 16-bit a and b into float32: packed path */
   if (!p->direct || (p->n != 1 && p->m != 1) || p->k == 0) return 0;
   const int64_t es = (int64_t)p->es;
   /* As rows x k matrix x times vector v into out (stride os). */
@@ -831,12 +846,18 @@ static int plan_gemm(nrt_exec_ctx *ctx, const nrt_operand *ops, nk_scalar alpha,
                     (int)ops[i].ndim);
       return -1;
     }
+  }
+  /* One dtype, or 16-bit float a and b with a float32 out (cuBLAS GemmEx
+   * with a 32F C): the product accumulates in float32 either way, and a
+   * float32 out is updated in place instead of through the workspace. */
+  const int mixed = ops[1].dtype == ops[2].dtype && ops[0].dtype == NRT_FLOAT32 &&
+                    (ops[1].dtype == NRT_BFLOAT16 || ops[1].dtype == NRT_FLOAT16);
+  for (int i = 1; i < 3 && !mixed; i++)
     if (ops[i].dtype != ops[0].dtype) {
-      nrt_exec_fail(ctx, "gemm: operands must share one dtype (%d vs %d)", (int)ops[i].dtype,
-                    (int)ops[0].dtype);
+      nrt_exec_fail(ctx, "gemm: operands must share one dtype, or be bfloat16/float16 a and b "
+                    "with a float32 out (%d vs %d)", (int)ops[i].dtype, (int)ops[0].dtype);
       return -1;
     }
-  }
   memset(p, 0, sizeof *p);
   p->out = ops[0];
   p->a = ops[1];
@@ -860,7 +881,7 @@ static int plan_gemm(nrt_exec_ctx *ctx, const nrt_operand *ops, nk_scalar alpha,
     return -1;
   }
   p->cls = nk_dtype_class(t);
-  p->pairs = t == NRT_BFLOAT16 && has_bf16_dot();
+  p->pairs = ops[1].dtype == NRT_BFLOAT16 && has_bf16_dot(); /* a and b: out may be float32 */
   p->arch = pick_arch(p->cls, p->pairs, p->m);
   p->es = p->cls == NK_CLASS_FLOAT ? sizeof(float) : 8;
   p->alpha = alpha;
@@ -958,6 +979,8 @@ static void batch_range(void *arg, int64_t begin, int64_t end, int worker) {
   for (int64_t bi = begin; bi < end; bi++) gemm_one(r->p, &r->bufs[worker], bi, 0, 0);
 }
 
+int nk_gemm_bf16_dot(void) { return has_bf16_dot(); }
+
 static int gemm_run(nrt_exec_ctx *ctx, const nrt_operand ops[3], const nrt_operand *c,
                     nk_scalar alpha, nk_scalar beta, const nk_gemm_indirect *ind);
 
@@ -976,18 +999,21 @@ static int gemm_run(nrt_exec_ctx *ctx, const nrt_operand ops[3], const nrt_opera
   if (plan_gemm(ctx, ops, alpha, beta, &plan)) return -1;
   if (c && plan_addend(ctx, c, &plan)) return -1;
   if (ind && (ind->b_rows || ind->b_cols)) {
-    if (ops[2].dtype != NRT_FLOAT32 && ops[2].dtype != NRT_FLOAT64) {
-      nrt_exec_fail(ctx, "gemm: indirect operands must be float32 or float64");
+    if (ops[2].dtype != NRT_FLOAT32 && ops[2].dtype != NRT_FLOAT64 && ops[2].dtype != NRT_BFLOAT16) {
+      nrt_exec_fail(ctx, "gemm: indirect operands must be float32, float64 or bfloat16");
       return -1;
     }
     plan.ind = *ind;
-    plan.pairs = 0;
     /* Unpacked only for few rows: each row tile then re-reads the B rows
      * from wherever the offsets point, which pays while packing would cost
      * as much as the few tiles' multiply-adds (a 16-channel convolution),
-     * and stops paying when many tiles reuse one packed copy. */
-    plan.unpacked_b = ind->b_rows && !ind->b_cols && plan.arch.ukr_rows && plan.m <= 4 * plan.arch.mr &&
-                      ops[2].strides[2] == (int64_t)plan.es && ops[2].dtype == ops[0].dtype;
+     * and stops paying when many tiles reuse one packed copy.  float32 and
+     * float64 only: bfloat16 B is always packed (in k pairs, or widened),
+     * since the rows kernels read the compute type in place. */
+    const int float_b = ops[2].dtype == NRT_FLOAT32 || ops[2].dtype == NRT_FLOAT64;
+    plan.unpacked_b = float_b && !plan.pairs && ind->b_rows && !ind->b_cols && plan.arch.ukr_rows &&
+                      plan.m <= 4 * plan.arch.mr && ops[2].strides[2] == (int64_t)plan.es &&
+                      ops[2].dtype == ops[0].dtype;
   }
   const gemm_plan *p = &plan;
   if (p->batch == 0 || p->m == 0 || p->n == 0) return 0;

@@ -18,21 +18,32 @@
 #include "neuron_kernels.h"
 
 /* out <- alpha * (a @ b) + beta * out with operands as NK_KERNEL_GEMM's
- * ([0] out, [1] a, [2] b; 3-d (batch, rows, cols), one dtype, any byte
- * strides).  The entry for kernels that lower to GEMM (convolution,
- * attention): it runs on the compute pool when called outside a parallel
- * region and serially inside one (nrt_parallel_for's rule).  Returns 0, or
- * -1 after nrt_exec_fail. */
+ * ([0] out, [1] a, [2] b; 3-d (batch, rows, cols), any byte strides), in
+ * one dtype, or with a and b bfloat16 (or float16) and out float32 (mixed
+ * precision, as cuBLAS GemmEx with a 32F C: float32 accumulation, out
+ * updated in place, no rounding to 16 bits; bfloat16 runs on the
+ * AVX512_BF16 dot-product kernel where nk_gemm_bf16_dot()).  The entry for
+ * kernels that lower to GEMM (convolution, attention): it runs on the
+ * compute pool when called outside a parallel region and serially inside
+ * one (nrt_parallel_for's rule).  Returns 0, or -1 after nrt_exec_fail. */
 int nk_gemm_operands(nrt_exec_ctx *ctx, const nrt_operand ops[3], nk_scalar alpha, nk_scalar beta);
+
+/* 1 when bfloat16 a and b run on the AVX512_BF16 dot-product kernel (the
+ * CPU has it and TORCHNEURON_ISA allows avx512): callers that would
+ * otherwise widen bfloat16 operands to float32 themselves (convolution)
+ * then hand them to the GEMM as they are. */
+int nk_gemm_bf16_dot(void);
 
 /* Offset tables for nk_gemm_operands_indirect: byte offsets from b's data
  * (per batch entry) that replace index * stride for one index of b (NULL:
  * the stride): b's row (k index) p starts at b_rows[p], its column j at
- * b_cols[j].  float32/float64 operands only.  Implicit-GEMM convolution
+ * b_cols[j].  b float32, float64 or bfloat16 (bfloat16 is always packed:
+ * in k pairs, honouring the tables, or widened).  Implicit-GEMM convolution
  * (conv_implicit.c) reads its im2col matrix through them straight from a
  * zero-padded copy of the input: row (c, tap) of the matrix is the padded
  * input shifted by the tap, so no col matrix is ever written.
- * With b_rows and unit column stride, b is not packed at all: the rows form
+ * With b_rows, unit column stride and a float32/float64 b of out's dtype,
+ * b is not packed at all: the rows form
  * of the micro-kernel (nk_gemm_ukr_rows) loads each k step's NR values at
  * that step's row offset, and may read up to NK_GEMM_ROWS_SLACK elements
  * past column n - 1 of any row (columns of an edge tile, never stored):

@@ -3,7 +3,11 @@
  * double): forward with and without bias, input and weight gradients,
  * im2col and col2im, over 1-3 spatial dims, stride/padding/dilation/groups
  * (depthwise included), channels-last and strided layouts, all four float
- * dtypes, empty batches, the chunked path, and the validation errors. */
+ * dtypes, empty batches, the chunked path, and the validation errors.
+ * bfloat16 runs both ways: its operands on the dot-product GEMM (where the
+ * CPU has AVX512_BF16 and the ISA is avx512) and widened to float32
+ * (TORCHNEURON_CONV_BF16_DOT=1 / 0, on each path; and the portable/avx2
+ * runs), besides conv.c's own choice. */
 #define _POSIX_C_SOURCE 200809L
 #include "test_kernels_util.h"
 
@@ -118,8 +122,11 @@ static void pad3(const conv_case *c, int64_t in[3], int64_t k[3], int64_t s[3], 
   }
 }
 
+static int bf16_only; /* check_case skips other dtypes */
+
 static void check_case(const conv_case *cc) {
   const nrt_dtype t = cc->t;
+  if (bf16_only && t != NRT_BFLOAT16) return;
   int64_t in[3], k[3], s[3], p[3], d[3], out[3];
   pad3(cc, in, k, s, p, d);
   int64_t lprod = 1, iprod = 1, kprod = 1;
@@ -331,6 +338,23 @@ static void test_cases(void) {
       {NRT_FLOAT32, 1, 3, 6, 8, 2, {20}, {5}, {1}, {2}, {2}, 1},
   };
   for (size_t i = 0; i < sizeof implicit / sizeof *implicit; i++) check_case(&implicit[i]);
+  /* the same in bfloat16 (on AVX512_BF16: operands in k pairs, bfloat16 col
+   * and padded grid, float32 accumulation), and bfloat16 chunks of several
+   * samples, column chunks, 1x1 with stride */
+  for (size_t i = 0; i < sizeof implicit / sizeof *implicit; i++) {
+    conv_case c = implicit[i];
+    c.t = NRT_BFLOAT16;
+    check_case(&c);
+  }
+  many.t = NRT_BFLOAT16;
+  check_case(&many);
+  const conv_case bf16[] = {
+      {NRT_BFLOAT16, 2, 2, 64, 2, 1, {40, 40}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 0}, /* column chunks */
+      {NRT_BFLOAT16, 2, 5, 16, 32, 1, {9, 9}, {1, 1}, {2, 2}, {0, 0}, {1, 1}, 2},
+      {NRT_BFLOAT16, 2, 3, 24, 40, 2, {10, 10}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 1},
+      {NRT_BFLOAT16, 2, 4, 33, 17, 1, {7, 7}, {1, 1}, {1, 1}, {0, 0}, {1, 1}, 0},
+  };
+  for (size_t i = 0; i < sizeof bf16 / sizeof *bf16; i++) check_case(&bf16[i]);
 }
 
 static void test_validation(void) {
@@ -388,6 +412,20 @@ static void tests(void) {
     setenv("TORCHNEURON_CONV_IMPLICIT", paths[i], 1);
     test_cases();
   }
+  unsetenv("TORCHNEURON_CONV_IMPLICIT");
+  /* bfloat16 both ways wherever the CPU allows (conv.c picks one per
+   * shape): operands on the dot-product GEMM, and widened to float32
+   * copies (the path without AVX512_BF16); on each convolution path */
+  bf16_only = 1;
+  static const char *ways[] = {"1", "0"};
+  for (int w = 0; w < 2; w++)
+    for (int i = 1; i < 3; i++) {
+      setenv("TORCHNEURON_CONV_BF16_DOT", ways[w], 1);
+      setenv("TORCHNEURON_CONV_IMPLICIT", paths[i], 1);
+      test_cases();
+    }
+  bf16_only = 0;
+  unsetenv("TORCHNEURON_CONV_BF16_DOT");
   unsetenv("TORCHNEURON_CONV_IMPLICIT");
   test_validation();
 }

@@ -8,10 +8,14 @@
  * randomised sweep, nk_gemm_operands called from inside a parallel region
  * (serial there; bit-identical to the pooled run), b given through row or
  * column offset tables (nk_gemm_operands_indirect: packed and unpacked, 8-
- * and 12-row kernels), an addend operand c (out = alpha a b + beta c: a
- * full matrix, addmm's bias broadcast along rows, a column broadcast; out
- * is NaN and must not be read; every output path: direct tiles, the
- * workspace, matrix-vector, k = 0), and the validation failures. */
+ * and 12-row kernels; bfloat16 b in k pairs through the tables, k odd and
+ * even, adjacent and spread), mixed precision (bfloat16/float16 a and b
+ * into a float32 out, checked at float32 tolerance against the exact sum
+ * of the 16-bit inputs: no intermediate 16-bit rounding), an addend
+ * operand c (out = alpha a b + beta c: a full matrix, addmm's bias
+ * broadcast along rows, a column broadcast; out is NaN and must not be
+ * read; every output path: direct tiles, the workspace, matrix-vector,
+ * k = 0), and the validation failures. */
 #define _POSIX_C_SOURCE 200809L
 #include "test_kernels_util.h"
 
@@ -56,12 +60,13 @@ static tk_value random_value(nrt_dtype t) {
 
 static double as_double(tk_value v) { return v.is_int ? (double)v.i : v.f; }
 
-static void check_case(const gcase *c) {
-  const nrt_dtype t = c->t;
-  const int64_t es = tk_size(t), B = c->batch, M = c->m, N = c->n, K = c->k;
+/* out_f32: a and b of dtype c->t (16-bit), out float32 */
+static void check_case_out(const gcase *c, int out_f32) {
+  const nrt_dtype t = c->t, ot = out_f32 ? NRT_FLOAT32 : t;
+  const int64_t es = tk_size(t), oes = tk_size(ot), B = c->batch, M = c->m, N = c->n, K = c->k;
   const int64_t bb = c->b_broadcast ? 1 : B, sl = c->sliced ? 2 : 1;
   char *a = tk_alloc((size_t)(B * M * K * es * sl)), *b = tk_alloc((size_t)(bb * K * N * es * sl));
-  char *out = tk_alloc((size_t)(B * M * N * es * sl));
+  char *out = tk_alloc((size_t)(B * M * N * oes * sl));
   tk_value *va = malloc(sizeof *va * (size_t)(B * M * K + 1));
   tk_value *vb = malloc(sizeof *vb * (size_t)(bb * K * N + 1));
   tk_value *vo = malloc(sizeof *vo * (size_t)(B * M * N + 1));
@@ -82,25 +87,25 @@ static void check_case(const gcase *c) {
   int64_t o_st[3] = {M * N, c->out_transposed ? 1 : N, c->out_transposed ? M : 1};
   for (int64_t i = 0; i < B * M * N; i++) {
     vo[i] = (c->beta == 0 || c->addend) && !tk_is_integral(t) ? (tk_value){0, 0, NAN} : random_value(t);
-    tk_put(t, out + i * sl * es, vo[i]);
+    tk_put(ot, out + i * sl * oes, vo[i]);
   }
   /* the addend: values vc at logical (bi, i, j) -> vc[bi * M * N + i * N + j],
    * stored contiguous (full), as one row of n (bias) or one column of m */
   tk_value *vc = malloc(sizeof *vc * (size_t)(B * M * N + 1));
   tk_value *vstore = malloc(sizeof *vstore * (size_t)(B * M * N + 1));
-  char *cbuf = tk_alloc((size_t)((B * M * N + 1) * es));
+  char *cbuf = tk_alloc((size_t)((B * M * N + 1) * oes));
   int64_t c_st[3] = {M * N, N, 1};
   if (c->addend == ADD_ROW_BIAS) c_st[0] = 0, c_st[1] = 0;
   if (c->addend == ADD_COLUMN) c_st[0] = 0, c_st[1] = 1, c_st[2] = 0;
-  for (int64_t i = 0; i < B * M * N; i++) tk_put(t, cbuf + i * es, vstore[i] = random_value(t));
+  for (int64_t i = 0; i < B * M * N; i++) tk_put(ot, cbuf + i * oes, vstore[i] = random_value(ot));
   for (int64_t bi = 0; bi < B; bi++)
     for (int64_t i = 0; i < M; i++)
       for (int64_t j = 0; j < N; j++) vc[bi * M * N + i * N + j] = vstore[bi * c_st[0] + i * c_st[1] + j * c_st[2]];
   int64_t a_st_e[3], b_st_e[3], o_st_e[3];
   for (int d = 0; d < 3; d++) a_st_e[d] = a_st[d] * sl, b_st_e[d] = b_st[d] * sl, o_st_e[d] = o_st[d] * sl;
-  nrt_operand ops[4] = {tk_operand(out, t, 3, (int64_t[]){B, M, N}, o_st_e),
+  nrt_operand ops[4] = {tk_operand(out, ot, 3, (int64_t[]){B, M, N}, o_st_e),
                         tk_operand(a, t, 3, a_sz, a_st_e), tk_operand(b, t, 3, b_sz, b_st_e),
-                        tk_operand(cbuf, t, 3, (int64_t[]){B, M, N}, c_st)};
+                        tk_operand(cbuf, ot, 3, (int64_t[]){B, M, N}, c_st)};
   nk_gemm_params p = {{c->alpha, (int64_t)c->alpha}, {c->beta, (int64_t)c->beta}};
   nrt_task task = tk_task(NK_KERNEL_GEMM, c->addend ? 4 : 3, ops, &p, sizeof p);
   CHECK_OK(tk_run(&task));
@@ -125,16 +130,16 @@ static void check_case(const gcase *c) {
         } else {
           double want = c->alpha * (double)acc + (c->beta == 0 ? 0 : c->beta * prior.f);
           tk_value g = {0};
-          const char *op = out + o * sl * es;
-          if (t == NRT_FLOAT16) g.f = tk_f16_value((uint16_t)tk_raw(t, op));
-          else if (t == NRT_BFLOAT16) g.f = tk_bf16_value((uint16_t)tk_raw(t, op));
-          else if (t == NRT_FLOAT32) { float f; memcpy(&f, op, 4); g.f = f; }
+          const char *op = out + o * sl * oes;
+          if (ot == NRT_FLOAT16) g.f = tk_f16_value((uint16_t)tk_raw(ot, op));
+          else if (ot == NRT_BFLOAT16) g.f = tk_bf16_value((uint16_t)tk_raw(ot, op));
+          else if (ot == NRT_FLOAT32) { float f; memcpy(&f, op, 4); g.f = f; }
           else memcpy(&g.f, op, 8);
-          double tol = tolerance(t, K) * (fabs(c->alpha) + fabs(c->beta)) + tolerance(t, 0);
+          double tol = tolerance(ot, K) * (fabs(c->alpha) + fabs(c->beta)) + tolerance(ot, 0);
           if (!(fabs(g.f - want) <= tol)) {
             if (bad == 0)
-              fprintf(stderr, "  gemm %s b%lld m%lld n%lld k%lld [%lld,%lld,%lld]: got %g want %g\n",
-                      tk_dtype_names[t], (long long)B, (long long)M, (long long)N, (long long)K,
+              fprintf(stderr, "  gemm %s%s b%lld m%lld n%lld k%lld [%lld,%lld,%lld]: got %g want %g\n",
+                      tk_dtype_names[t], out_f32 ? "->float32" : "", (long long)B, (long long)M, (long long)N, (long long)K,
                       (long long)bi, (long long)i, (long long)j, g.f, want);
             bad++;
           }
@@ -144,6 +149,8 @@ static void check_case(const gcase *c) {
   free(va), free(vb), free(vo), free(vc), free(vstore);
   tk_free(a), tk_free(b), tk_free(out), tk_free(cbuf);
 }
+
+static void check_case(const gcase *c) { check_case_out(c, 0); }
 
 /* out = alpha a b + beta c, through every output path. */
 static void test_addend(void) {
@@ -228,6 +235,30 @@ static void test_random_sweep(void) {
   for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) check_case(&shapes[i]);
 }
 
+/* bfloat16/float16 a and b into a float32 out (the convolution's operands
+ * with its float32 accumulators): every layout, alpha/beta (beta 1: the
+ * weight gradient's chunk after chunk), matrix-vector shapes, odd k across
+ * k blocks, and a random sweep. */
+static void test_mixed(void) {
+  gcase fixed[] = {
+      {NRT_BFLOAT16, 1, 30, 40, 2051, 0, 0, 0, 1, 0, 0, 0}, {NRT_BFLOAT16, 2, 29, 37, 301, 1, 1, 0, 0.5, 2, 0, 0},
+      {NRT_BFLOAT16, 1, 13, 65, 99, 1, 0, 0, 1, 1, 1, 0},   {NRT_BFLOAT16, 1, 65, 13, 99, 0, 1, 0, 1, -1, 0, 1},
+      {NRT_BFLOAT16, 3, 24, 64, 80, 0, 0, 1, 1, 1, 0, 0},   {NRT_BFLOAT16, 1, 70, 1, 50, 0, 0, 0, 1, 0, 0, 0},
+      {NRT_BFLOAT16, 1, 1, 70, 51, 0, 1, 0, 1, 1, 0, 0},    {NRT_BFLOAT16, 1, 4, 4, 0, 0, 0, 0, 1, 0.5, 0, 0},
+      {NRT_FLOAT16, 2, 29, 37, 301, 1, 1, 0, 0.5, 2, 0, 0}, {NRT_FLOAT16, 1, 70, 1, 50, 0, 0, 0, 1, 1, 0, 1},
+  };
+  for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++) check_case_out(&fixed[i], 1);
+  static const int64_t dims[] = {1, 2, 7, 11, 12, 13, 23, 24, 25, 31, 32, 33, 40, 41, 64, 65, 97};
+  const int nd = (int)(sizeof dims / sizeof *dims);
+  for (int it = 0; it < 30; it++) {
+    gcase c = {it % 5 ? NRT_BFLOAT16 : NRT_FLOAT16, 1 + (int64_t)(tk_rand() % 2), dims[tk_rand() % nd],
+               dims[tk_rand() % nd], dims[tk_rand() % nd], (int)(tk_rand() % 2), (int)(tk_rand() % 2),
+               0, 1, 0, (int)(tk_rand() % 2), (int)(tk_rand() % 3 == 0)};
+    if (tk_rand() % 2) c.beta = 1;
+    check_case_out(&c, 1);
+  }
+}
+
 /* nk_gemm_operands from inside a parallel region (as convolution and
  * attention call it): a kernel whose parallel_for runs one product per
  * batch entry; there the GEMM runs serially, and its results must be
@@ -304,9 +335,13 @@ static int indirect_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
   return nk_gemm_operands_indirect(ctx, task->operands, alpha, beta, &indirect_tables);
 }
 
-static void check_indirect(nrt_dtype t, int64_t M, int64_t N, int64_t K, int by_rows, double beta) {
-  const int64_t es = tk_size(t), lines = by_rows ? K : N, len = by_rows ? N : K, gap = 3;
-  char *a = tk_alloc((size_t)(M * K * es)), *out = tk_alloc((size_t)(M * N * es + es));
+/* t: a and b's dtype, ot: out's; spread: elements between b's entries
+ * along the index without a table (1: adjacent). */
+static void check_indirect(nrt_dtype t, nrt_dtype ot, int64_t M, int64_t N, int64_t K, int by_rows,
+                           double beta, int spread) {
+  const int64_t es = tk_size(t), oes = tk_size(ot), lines = by_rows ? K : N, gap = 3;
+  const int64_t len = (by_rows ? N : K) * spread;
+  char *a = tk_alloc((size_t)(M * K * es)), *out = tk_alloc((size_t)(M * N * oes + oes));
   char *b = tk_alloc((size_t)((lines * (len + gap) + ROWS_SLACK) * es));
   int64_t *off = malloc(sizeof *off * (size_t)(lines + 1)), *slot = malloc(sizeof *slot * (size_t)(lines + 1));
   double *va = malloc(sizeof *va * (size_t)(M * K + 1)), *vb = malloc(sizeof *vb * (size_t)(K * N + 1));
@@ -326,20 +361,20 @@ static void check_indirect(nrt_dtype t, int64_t M, int64_t N, int64_t K, int by_
   for (int64_t p2 = 0; p2 < K; p2++)
     for (int64_t j = 0; j < N; j++) {
       vb[p2 * N + j] = as_double(random_value(t));
-      const int64_t at = by_rows ? off[p2] + j * es : off[j] + p2 * es;
+      const int64_t at = by_rows ? off[p2] + j * spread * es : off[j] + p2 * spread * es;
       tk_put(t, b + at, (tk_value){0, 0, vb[p2 * N + j]});
     }
   for (int64_t i = 0; i < M * N; i++) {
-    vo[i] = as_double(random_value(t));
-    tk_put(t, out + i * es, (tk_value){0, 0, vo[i]});
+    vo[i] = as_double(random_value(ot));
+    tk_put(ot, out + i * oes, (tk_value){0, 0, vo[i]});
   }
   indirect_tables = by_rows ? (nk_gemm_indirect){off, NULL} : (nk_gemm_indirect){NULL, off};
   indirect_beta = beta;
-  nrt_operand ops[3] = {tk_operand(out, t, 3, (int64_t[]){1, M, N}, NULL),
+  nrt_operand ops[3] = {tk_operand(out, ot, 3, (int64_t[]){1, M, N}, NULL),
                         tk_operand(a, t, 3, (int64_t[]){1, M, K}, NULL),
                         tk_operand(b, t, 3, (int64_t[]){1, K, N}, (int64_t[]){0, 0, 0})};
-  ops[2].strides[1] = by_rows ? 0 : es; /* the unused index's stride: 0 */
-  ops[2].strides[2] = by_rows ? es : 0;
+  ops[2].strides[1] = by_rows ? 0 : spread * es; /* the unused index's stride: 0 */
+  ops[2].strides[2] = by_rows ? spread * es : 0;
   nrt_task task = tk_task((nk_kernel_id)K_INDIRECT, 3, ops, NULL, 0);
   CHECK_OK(tk_run(&task));
   int bad = 0;
@@ -349,12 +384,14 @@ static void check_indirect(nrt_dtype t, int64_t M, int64_t N, int64_t K, int by_
       for (int64_t p2 = 0; p2 < K; p2++) acc += (long double)va[i * K + p2] * vb[p2 * N + j];
       const double want = (double)acc + beta * vo[i * N + j];
       double got;
-      if (t == NRT_FLOAT32) { float f; memcpy(&f, out + (i * N + j) * es, 4); got = f; }
-      else memcpy(&got, out + (i * N + j) * es, 8);
-      if (!(fabs(got - want) <= tolerance(t, K) * 2 + tolerance(t, 0))) {
+      const char *o = out + (i * N + j) * oes;
+      if (ot == NRT_FLOAT32) { float f; memcpy(&f, o, 4); got = f; }
+      else if (ot == NRT_BFLOAT16) got = tk_bf16_value((uint16_t)tk_raw(ot, o));
+      else memcpy(&got, o, 8);
+      if (!(fabs(got - want) <= tolerance(ot, K) * 2 + tolerance(ot, 0))) {
         if (!bad)
-          fprintf(stderr, "  indirect %s %s m%lld n%lld k%lld [%lld,%lld]: got %g want %g\n",
-                  by_rows ? "rows" : "cols", tk_dtype_names[t], (long long)M, (long long)N,
+          fprintf(stderr, "  indirect %s %s->%s spread %d m%lld n%lld k%lld [%lld,%lld]: got %g want %g\n",
+                  by_rows ? "rows" : "cols", tk_dtype_names[t], tk_dtype_names[ot], spread, (long long)M, (long long)N,
                   (long long)K, (long long)i, (long long)j, got, want);
         bad++;
       }
@@ -371,8 +408,17 @@ static void test_indirect(void) {
     for (int by_rows = 0; by_rows < 2; by_rows++)
       for (size_t i = 0; i < 5; i++)
         for (size_t j = 0; j < 3; j++)
-          check_indirect(t ? NRT_FLOAT64 : NRT_FLOAT32, ms[i], ns[j], ks[(i + j) % 3], by_rows,
-                         (double)((i + j) % 2));
+          check_indirect(t ? NRT_FLOAT64 : NRT_FLOAT32, t ? NRT_FLOAT64 : NRT_FLOAT32, ms[i], ns[j],
+                         ks[(i + j) % 3], by_rows, (double)((i + j) % 2), 1);
+  /* bfloat16 b through the tables (k pairs on AVX512_BF16, widened
+   * elsewhere): into float32 (implicit convolution) and bfloat16, entries
+   * adjacent (the fast pair packings) and spread (element by element) */
+  static const int64_t bks[] = {3, 45, 130, 1, 80};
+  for (int by_rows = 0; by_rows < 2; by_rows++)
+    for (size_t i = 0; i < 5; i++)
+      for (size_t j = 0; j < 3; j++)
+        check_indirect(NRT_BFLOAT16, (i + j) % 4 == 3 ? NRT_BFLOAT16 : NRT_FLOAT32, ms[i], ns[j],
+                       bks[(i + 2 * j) % 5], by_rows, (double)((i + j) % 2), 1 + (int)(j == 1));
 }
 
 static void test_validation(void) {
@@ -388,6 +434,18 @@ static void test_validation(void) {
   CHECK(tk_fails_with(&t, "do not chain"));
   memcpy(ops, good, sizeof ops);
   ops[1].dtype = NRT_FLOAT64;
+  t = tk_task(NK_KERNEL_GEMM, 3, ops, &p, sizeof p);
+  CHECK(tk_fails_with(&t, "one dtype"));
+  /* mixed precision is 16-bit a and b of one dtype into float32 only */
+  memcpy(ops, good, sizeof ops);
+  ops[1].dtype = NRT_BFLOAT16;
+  t = tk_task(NK_KERNEL_GEMM, 3, ops, &p, sizeof p);
+  CHECK(tk_fails_with(&t, "one dtype"));
+  ops[2].dtype = NRT_FLOAT16;
+  t = tk_task(NK_KERNEL_GEMM, 3, ops, &p, sizeof p);
+  CHECK(tk_fails_with(&t, "one dtype"));
+  ops[2].dtype = NRT_BFLOAT16;
+  ops[0].dtype = NRT_FLOAT64;
   t = tk_task(NK_KERNEL_GEMM, 3, ops, &p, sizeof p);
   CHECK(tk_fails_with(&t, "one dtype"));
   memcpy(ops, good, sizeof ops);
@@ -411,6 +469,7 @@ static void tests(void) {
   test_random_sweep();
   test_nested_in_parallel_region();
   test_indirect();
+  test_mixed();
   test_layouts_and_dtypes();
   test_addend();
   test_validation();
