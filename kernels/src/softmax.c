@@ -133,12 +133,24 @@ static void line_f64(const smplan *p, char *const *d) {
 static int widened_line(const smplan *p, char *const *d, float *buf) {
   const int64_t n = p->len;
   char *b[3] = {(char *)buf, (char *)(buf + n), (char *)(buf + 2 * n)};
-  for (int o = 1; o < p->nops; o++)
-    for (int64_t i = 0; i < n; i++) ((float *)b[o])[i] = nk_load_f32(p->dt[o], d[o] + i * p->s[o]);
+  const int bf = p->dt[0] == NRT_BFLOAT16; /* every operand: the same 16-bit dtype, contiguous */
+  for (int o = 1; o < p->nops; o++) {
+    float *w = (float *)b[o];
+    const uint16_t *src = (const uint16_t *)d[o];
+    if (bf)
+      for (int64_t i = 0; i < n; i++) w[i] = nk_bf16_to_f32(src[i]);
+    else
+      for (int64_t i = 0; i < n; i++) w[i] = nk_f16_to_f32(src[i]);
+  }
   /* log_softmax forward of a 16-bit line rounds like ATen's CPU (line_f32) */
   const int log = p->log && !p->backward && p->last_dim ? (p->dt[1] == NRT_BFLOAT16 ? 2 : 3) : p->log;
   if (p->vec(log, p->backward, n, b[0], b[1], b[2])) return 1;
-  for (int64_t i = 0; i < n; i++) nk_store_f32(p->dt[0], d[0] + i * p->s[0], ((float *)b[0])[i]);
+  uint16_t *dst = (uint16_t *)d[0];
+  const float *r = (const float *)b[0];
+  if (bf)
+    for (int64_t i = 0; i < n; i++) dst[i] = nk_f32_to_bf16(r[i]);
+  else
+    for (int64_t i = 0; i < n; i++) dst[i] = nk_f32_to_f16(r[i]);
   return 0;
 }
 
