@@ -192,8 +192,9 @@ def mask_of(seed, B, H, L, S, p):
     return keep
 
 
-def test_dropout_deterministic_keep_rate_and_backward_matches_mask():
-    B, H, L, S, D, p = 2, 3, 40, 70, 16, 0.3
+@pytest.mark.parametrize("B", [2, 6])  # 6 x 3 heads: the one-pass backward
+def test_dropout_deterministic_keep_rate_and_backward_matches_mask(B):
+    H, L, S, D, p = 3, 40, 70, 16, 0.3
     keep = mask_of(123, B, H, L, S, p)
     assert torch.equal(keep, mask_of(123, B, H, L, S, p))  # same seed, same mask
     assert not torch.equal(keep, mask_of(124, B, H, L, S, p))
@@ -216,8 +217,9 @@ def test_dropout_deterministic_keep_rate_and_backward_matches_mask():
         torch.testing.assert_close(a.grad.cpu(), b.grad, atol=1e-4, rtol=1e-3)
 
 
-def test_dropout_causal_gqa_backward_matches_mask():
-    B, H, L, S, D, p = 1, 4, 33, 33, 8, 0.5
+@pytest.mark.parametrize("B", [1, 8])  # 8 x 2 kv heads: the one-pass backward
+def test_dropout_causal_gqa_backward_matches_mask(B):
+    H, L, S, D, p = 4, 33, 33, 8, 0.5
     keep = mask_of(7, B, H, L, S, p)
     q, k, v = torch.randn(B, H, L, D), torch.randn(B, 2, S, D), torch.randn(B, 2, S, D)
     cpu_in = [t.clone().requires_grad_(True) for t in (q, k, v)]
@@ -234,12 +236,13 @@ def test_dropout_causal_gqa_backward_matches_mask():
         torch.testing.assert_close(a.grad.cpu(), b.grad, atol=1e-4, rtol=1e-3)
 
 
-def test_results_do_not_depend_on_thread_count():
+@pytest.mark.parametrize("B", [2, 4])  # 4 x 4 heads: the one-pass backward
+def test_results_do_not_depend_on_thread_count(B):
     from conftest import run_python
-    code = """
+    code = f"""
         import torch, torch.nn.functional as F, torchneuron
         torch.manual_seed(0)
-        q, k, v = (torch.randn(2, 4, 150, 32, device="neuron", requires_grad=True) for _ in range(3))
+        q, k, v = (torch.randn({B}, 4, 150, 32, device="neuron", requires_grad=True) for _ in range(3))
         out = F.scaled_dot_product_attention(q, k, v, dropout_p=0.2, is_causal=True)
         out.sum().backward()
         r = torch.cat([out.flatten(), q.grad.flatten(), k.grad.flatten(), v.grad.flatten()]).detach().cpu()
@@ -249,3 +252,51 @@ def test_results_do_not_depend_on_thread_count():
     many = run_python(code, env={"TORCHNEURON_NUM_THREADS": "4"})
     assert one.returncode == 0 and many.returncode == 0, one.stderr + many.stderr
     assert one.stdout.strip() == many.stdout.strip()
+
+
+# The one-pass backward (BACKWARD: a unit per (batch, kv head)) is taken
+# from 16 (batch, kv head) pairs on; the cases above mostly have fewer and
+# take the two-pass one.  These cover it: the training examples' layouts
+# (q/k/v split from one (B, T, 3C) projection), odd lengths, head dims
+# 16/64/other, GQA, masks, 16-bit.
+ONE_PASS = [  # B, Hq, Hkv, L, S, D, Dv
+    (16, 4, 4, 64, 64, 16, 16),     # examples/train_gpt.py
+    (4, 4, 4, 128, 128, 64, 64),    # HF GPT-2 (bench/models.py), fewer batches
+    (4, 4, 4, 131, 70, 24, 40),     # odd lengths, other head dims
+    (2, 8, 8, 200, 200, 32, 32),    # two key and two query blocks
+    (4, 8, 4, 45, 77, 40, 16),      # GQA
+]
+
+
+@pytest.mark.parametrize("shape", ONE_PASS)
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_one_pass_backward(shape, causal, dtype):
+    B, Hq, Hkv, L, S, D, Dv = shape
+    if dtype == torch.bfloat16 and shape != ONE_PASS[0] and shape != ONE_PASS[2]:
+        pytest.skip("bfloat16 on two shapes is enough")
+    q, k, v = make((B, Hq, L, D), dtype, True), make((B, Hkv, S, D), dtype, True), make((B, Hkv, S, Dv), dtype)
+    run_both(q, k, v, dtype, is_causal=causal, enable_gqa=Hq != Hkv)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_qkv_split_views_of_one_projection(dtype):
+    # as train_gpt.py / GPT-2: a Linear's (B, T, 3C) output split in three,
+    # viewed (B, T, H, D) and transposed to (B, H, T, D): strided, no copies
+    B, T, H, D = 16, 64, 4, 16
+    C = H * D
+    qkv = torch.randn(B, T, 3 * C).to(dtype)
+    q, k, v = (t.view(B, T, H, D).transpose(1, 2) for t in qkv.split(C, dim=2))
+    run_both(q, k, v, dtype, is_causal=True)
+    run_both(q, k, v, dtype, is_causal=False)
+
+
+@pytest.mark.parametrize("mask_dtype", [torch.bool, torch.float32])
+def test_many_heads_masks(mask_dtype):  # masks keep the two-pass backward
+    B, H, L, S, D = 4, 4, 50, 70, 16
+    q, k, v = make((B, H, L, D), torch.float32), make((B, H, S, D), torch.float32), make((B, H, S, D), torch.float32)
+    mask = torch.rand(L, S) > 0.3 if mask_dtype == torch.bool else torch.randn(2, 1, L, S).expand(2, 2, L, S).reshape(4, 1, L, S)
+    mask = mask.contiguous()
+    if mask_dtype == torch.bool:
+        mask[3] = False  # a fully hidden row
+    run_both(q, k, v, torch.float32, attn_mask=mask)

@@ -376,6 +376,22 @@ def test_softmax_special_values_and_half_to_float():
     same(got, torch.softmax(half.float(), 1), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("n", [1000, 2048, 32000 + 5])
+def test_softmax_vocab_rows(dtype, n):
+    # the loss of a language model: (tokens, vocab) logits along the last dim
+    # (the vector line; 16-bit rows widened to float32 for it)
+    cpu = (torch.randn(12, n) * 3).to(dtype)
+    dev = cpu.to("neuron")
+    t = dict(rtol=1e-5, atol=1e-5) if dtype == torch.float32 else tol(dtype)
+    for fn, back in ((torch.log_softmax, torch.ops.aten._log_softmax_backward_data),
+                     (torch.softmax, torch.ops.aten._softmax_backward_data)):
+        y = fn(cpu, -1)
+        same(fn(dev, -1), y, **t)
+        g = torch.randn(12, n).to(dtype)
+        same(back(g.to("neuron"), y.to("neuron"), -1, dtype), back(g, y, -1, dtype), **t)
+
+
 def test_large_softmax_and_sum_match_cpu():
     cpu = torch.randn(2**24 // 1024, 1024) * 4
     dev = cpu.to("neuron")

@@ -845,6 +845,11 @@ typedef struct nk_norm_params {
  *                [7] mask (has_mask).
  *   BACKWARD_Q:  [0] dq, [1] dbias (B, Hq, L, S; written when has_dbias,
  *                else ignored), [2..7] as BACKWARD_KV.
+ *   BACKWARD:    dq, dk and dv in one pass over (batch, kv head) units
+ *                (no dbias, no mask): [0] dq, [1] dk, [2] dv, [3] dout,
+ *                [4] q, [5] k, [6] v, [7] stats as BACKWARD_KV.  Holds the
+ *                unit's whole K/V and one head's Q/dO in float: for many
+ *                (batch, head) pairs of moderate length.
  * causal hides key j > query i (top-left aligned, as ATen).  Dropout (p >
  * 0): element (b, h, i, j) is kept iff word idx % 4 of Philox4x32-10 block
  * offset/4 + idx/4 under seed is >= p * 2^32, idx = ((b*Hq + h)*L + i)*S + j;
@@ -856,6 +861,7 @@ typedef enum nk_attention_mode {
   NK_ATTENTION_FORWARD = 0,
   NK_ATTENTION_BACKWARD_KV,
   NK_ATTENTION_BACKWARD_Q,
+  NK_ATTENTION_BACKWARD,
   NK_ATTENTION_MODE_COUNT
 } nk_attention_mode;
 typedef struct nk_attention_params {

@@ -62,11 +62,11 @@ int nk_attention_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
     nrt_exec_fail(ctx, "attention: bad mode %d", (int)prm->mode);
     return -1;
   }
-  const int fwd = prm->mode == NK_ATTENTION_FORWARD;
-  const int base = fwd ? 5 : 7;
+  const int fwd = prm->mode == NK_ATTENTION_FORWARD, fused = prm->mode == NK_ATTENTION_BACKWARD;
+  const int base = fwd ? 5 : fused ? 8 : 7, qi = fwd ? 2 : fused ? 4 : 3;
   if (nk_check_operands(task, ctx, "attention", base + (prm->has_mask ? 1 : 0))) return -1;
   const nrt_operand *ops = task->operands;
-  const nrt_operand *q = &ops[fwd ? 2 : 3], *k = &ops[fwd ? 3 : 4], *v = &ops[fwd ? 4 : 5];
+  const nrt_operand *q = &ops[qi], *k = &ops[qi + 1], *v = &ops[qi + 2];
   if (q->ndim != 4 || k->ndim != 4 || v->ndim != 4) {
     nrt_exec_fail(ctx, "attention: q, k, v must be 4-d (batch, heads, seq, dim)");
     return -1;
@@ -123,6 +123,24 @@ int nk_attention_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
     p.lse.data = ops[1].data;
     p.lse.dtype = ops[1].dtype;
     for (int d = 0; d < 3; d++) p.lse.st[d] = ops[1].strides[d];
+  } else if (fused) {
+    const nrt_operand *st = &ops[7];
+    if (prm->has_mask || !dims_are(&ops[0], 4, qsz) || !dims_are(&ops[1], 4, ksz) || !dims_are(&ops[2], 4, vsz) ||
+        !dims_are(&ops[3], 4, osz) || !dims_are(st, 4, ssz) || !is_float(ops[0].dtype) || !is_float(ops[1].dtype) ||
+        !is_float(ops[2].dtype) || !is_float(ops[3].dtype) || !is_float(st->dtype)) {
+      nrt_exec_fail(ctx, "attention: one-pass backward: dq/dk/dv must have the q/k/v shapes, dout (B, Hq, L, Dv), "
+                         "stats (2, B, Hq, L), and no mask");
+      return -1;
+    }
+    p.dq = view4(&ops[0]);
+    p.dk = view4(&ops[1]);
+    p.dv = view4(&ops[2]);
+    p.dout = view4(&ops[3]);
+    p.lse.data = st->data;
+    p.lse.dtype = st->dtype;
+    p.delta.data = (char *)st->data + st->strides[0];
+    p.delta.dtype = st->dtype;
+    for (int d = 0; d < 3; d++) p.lse.st[d] = p.delta.st[d] = st->strides[d + 1];
   } else {
     const nrt_operand *st = &ops[6];
     if (!dims_are(&ops[2], 4, osz) || !dims_are(st, 4, ssz) || !is_float(ops[2].dtype) || !is_float(st->dtype)) {
@@ -162,6 +180,7 @@ int nk_attention_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
   if (p.B == 0 || p.Hq == 0 || (fwd && p.L == 0)) return 0;
   if (prm->mode == NK_ATTENTION_BACKWARD_KV && p.S == 0) return 0;
   if (prm->mode == NK_ATTENTION_BACKWARD_Q && p.L == 0) return 0;
+  if (fused && p.L == 0 && p.S == 0) return 0;
 
   nk_attn_fn fn = nk_attention_portable_f32;
   if (q->dtype == NRT_FLOAT64) {

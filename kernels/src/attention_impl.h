@@ -210,6 +210,17 @@ static void load_line(T *dst, int64_t dstep, const char *src, int64_t sstep, int
 }
 
 static void store_line(char *dst, int64_t dstep, int32_t dtype, const T *src, T mul, int64_t n) {
+#if !AT_IS_DOUBLE
+  /* the common cases without a dtype switch per element */
+  if (dtype == NRT_FLOAT32) {
+    for (int64_t i = 0; i < n; i++) nk_write_f32(dst + i * dstep, src[i] * mul);
+    return;
+  }
+  if (dtype == NRT_BFLOAT16) {
+    for (int64_t i = 0; i < n; i++) nk_write_u16(dst + i * dstep, nk_f32_to_bf16(src[i] * mul));
+    return;
+  }
+#endif
   for (int64_t i = 0; i < n; i++) {
 #if AT_IS_DOUBLE
     nk_store_f64((nrt_dtype)dtype, dst + i * dstep, src[i] * mul);
@@ -300,6 +311,7 @@ typedef struct pack_job {
   pack_part part[4];
   int n_parts;
   int64_t heads, seq, bs, nblk, tile;
+  int single_use;
   T *dst;
 } pack_job;
 
@@ -332,7 +344,9 @@ static void pack(job *j, pack_job *pj, int64_t batch) {
   pj->nblk = (pj->seq + pj->bs - 1) / pj->bs;
   const int64_t n = batch * pj->heads * pj->nblk;
   const double bytes = (double)n * (double)pj->tile * sizeof(T);
-  if (n == 0 || bytes > 0x1p34) return; /* over 16 GiB: stream instead */
+  /* a tile read by one unit only (a single block on the other side) is
+   * loaded by that unit: packing it would be one more pass over it */
+  if (n == 0 || bytes > 0x1p34 || pj->single_use) return; /* over 16 GiB: stream instead */
   pj->dst = aligned_alloc(64, (size_t)round_up((int64_t)bytes, 64));
   if (!pj->dst) return;
   nk_parallel_for(n, 1, pack_range, pj);
@@ -428,9 +442,13 @@ static void forward_range(void *arg, int64_t u0, int64_t u1, int worker) {
         const T mx = row_max(s, hi);
         const T mnew = mx > m[r] ? mx : m[r];
         if (mnew == -(T)INFINITY) { memset(s, 0, sizeof(T) * BK); continue; }
-        for (int64_t c = 0; c < BK; c++) s[c] -= mnew;
-        exp_inplace(s, BK);
-        const T sum = row_sum(s, BK);
+        /* past the last whole vector holding a visible key (causal: the
+         * row's end) every exp is 0: write the zeros, skip the work */
+        const int64_t we = hi <= 0 ? 0 : round_up(hi, VW) < BK ? round_up(hi, VW) : BK;
+        for (int64_t c = 0; c < we; c++) s[c] -= mnew;
+        exp_inplace(s, we);
+        for (int64_t c = we; c < BK; c++) s[c] = 0;
+        const T sum = row_sum(s, we);
         if (m[r] != mnew) {
           const T alpha = m[r] == -(T)INFINITY ? 0 : (T)exp(m[r] - mnew);
           l[r] *= alpha;
@@ -624,6 +642,104 @@ static void backward_q_range(void *arg, int64_t u0, int64_t u1, int worker) {
   free(buf);
 }
 
+/* ------------------------------------ backward: dQ, dK, dV in one pass
+ * A unit owns a (batch, kv head) entirely: its K, V (rows, and K
+ * transposed) and, one query head at a time, that head's Q, dO (rows and
+ * transposed), lse and delta = rowsum(dO * O) are loaded once into the unit's buffers; then for every (key block,
+ * query block) pair S^T and dP^T are computed once and feed all three
+ * products (5 tile GEMMs per pair instead of the two-pass 7, and no
+ * packing pass).  dK, dV accumulate over the
+ * whole key range of the unit, dQ (kept transposed, D x L) over the key
+ * blocks of the head; every output element is still written by one unit
+ * in a fixed order, so results do not depend on the thread count. */
+static void backward_fused_range(void *arg, int64_t u0, int64_t u1, int worker) {
+  (void)worker;
+  job *j = arg;
+  const nk_attn_problem *p = j->p;
+  const int64_t D = p->D, Dv = p->Dv, Dp = j->Dp, Dvp = j->Dvp, L = p->L, S = p->S;
+  const int64_t Lp = round_up(L, 2 * VW), Sp = round_up(S, BK);
+  T *buf = alloc_tiles(j, (size_t)(D * Lp + Dv * Lp + Lp * Dp + Lp * Dvp + D * Lp + 2 * Lp + Sp * D + Sp * Dv +
+                                   D * Sp + Sp * Dp + Sp * Dvp + 2 * BK * BQ + 2 * (Dp + Dvp)));
+  if (!buf) return;
+  T *Qt = buf, *dOt = Qt + D * Lp, *Qr = dOt + Dv * Lp, *dOr = Qr + Lp * Dp, *dQt = dOr + Lp * Dvp;
+  T *lse = dQt + D * Lp, *delta = lse + Lp, *K = delta + Lp, *V = K + Sp * D, *Kt = V + Sp * Dv;
+  T *dK = Kt + D * Sp, *dV = dK + Sp * Dp, *St = dV + Sp * Dvp, *dPt = St + BK * BQ, *tmp = dPt + BK * BQ;
+  const T scale = (T)p->scale;
+  philox_cache pc = {0};
+  for (int64_t u = u0; u < u1; u++) {
+    const int64_t hk = u % p->Hkv, b = u / p->Hkv;
+    load_tile(K, D, &p->k, b, hk, 0, S, D, 0);
+    load_tile(V, Dv, &p->v, b, hk, 0, S, Dv, 0);
+    load_tile(Kt, Sp, &p->k, b, hk, 0, S, D, 1);
+    memset(dK, 0, sizeof(T) * (size_t)(Sp * Dp));
+    memset(dV, 0, sizeof(T) * (size_t)(Sp * Dvp));
+    for (int64_t h = hk * j->group; h < (hk + 1) * j->group; h++) {
+      memset(Qt, 0, sizeof(T) * (size_t)(D * Lp));
+      memset(dOt, 0, sizeof(T) * (size_t)(Dv * Lp));
+      memset(dQt, 0, sizeof(T) * (size_t)(D * Lp));
+      load_tile(Qt, Lp, &p->q, b, h, 0, L, D, 1);
+      load_tile(dOt, Lp, &p->dout, b, h, 0, L, Dv, 1);
+      load_tile(Qr, Dp, &p->q, b, h, 0, L, D, 0);
+      load_tile(dOr, Dvp, &p->dout, b, h, 0, L, Dv, 0);
+      for (int64_t r = 0; r < L; r++) {
+        load_line(lse + r, 1, row_ptr(&p->lse, b, h, r), 0, p->lse.dtype, 1);
+        load_line(delta + r, 1, row_ptr(&p->delta, b, h, r), 0, p->delta.dtype, 1);
+      }
+      for (int64_t j0 = 0; j0 < S; j0 += BK) {
+        const int64_t nk = S - j0 < BK ? S - j0 : BK;
+        for (int64_t i0 = p->causal ? j0 / BQ * BQ : 0; i0 < L; i0 += BQ) {
+          const int64_t nq = L - i0 < BQ ? L - i0 : BQ;
+          const int64_t W = round_up(nq, 2 * VW) < BQ ? round_up(nq, 2 * VW) : BQ;
+          tile_gemm(nk, W, D, K + j0 * D, D, Qt + i0, Lp, St, BQ, 0);
+          tile_gemm(nk, W, Dv, V + j0 * Dv, Dv, dOt + i0, Lp, dPt, BQ, 0);
+          for (int64_t r = 0; r < nk; r++) {
+            const int64_t jj = j0 + r;
+            T *s = St + r * BQ, *dp = dPt + r * BQ;
+            const T *ls = lse + i0, *dl = delta + i0;
+            const int64_t lo = p->causal ? (jj - i0 > 0 ? jj - i0 : 0) : 0;
+            finish_scores(s, W, lo, nq, scale);
+            if (p->mask.data && lo < nq)
+              add_mask(s + lo, nq - lo, row_ptr(&p->mask, b, h, i0 + lo) + jj * p->mask.st[3], p->mask.st[2],
+                       p->mask.dtype);
+            for (int64_t c = 0; c < nq; c++) s[c] -= ls[c];
+            exp_inplace(s, W);
+            if (!j->dropout) {
+              const T z = j->dscale;
+              for (int64_t c = 0; c < nq; c++) {
+                const T pr = s[c];
+                s[c] = pr * z;
+                dp[c] = pr * (dp[c] * z - dl[c]);
+              }
+            } else {
+              const uint64_t base = (uint64_t)(((b * p->Hq + h) * p->L + i0) * p->S + jj);
+              for (int64_t c = 0; c < nq; c++) {
+                const T pr = s[c];
+                T z = j->dscale;
+                if (!keep_elem(p, &pc, j->thr, base + (uint64_t)(c * p->S))) z = 0;
+                s[c] = pr * z;
+                dp[c] = pr * (dp[c] * z - dl[c]);
+              }
+            }
+            for (int64_t c = nq; c < W; c++) s[c] = dp[c] = 0;
+          }
+          tile_gemm(nk, Dvp, nq, St, BQ, dOr + i0 * Dvp, Dvp, dV + j0 * Dvp, Dvp, 1);
+          tile_gemm(nk, Dp, nq, dPt, BQ, Qr + i0 * Dp, Dp, dK + j0 * Dp, Dp, 1);
+          tile_gemm(D, W, nk, Kt + j0, Sp, dPt, BQ, dQt + i0, Lp, 1);
+        }
+      }
+      for (int64_t r = 0; r < L; r++) {
+        for (int64_t c = 0; c < D; c++) tmp[c] = dQt[c * Lp + r];
+        store_line((char *)row_ptr(&p->dq, b, h, r), p->dq.st[3], p->dq.dtype, tmp, scale, D);
+      }
+    }
+    for (int64_t r = 0; r < S; r++) {
+      store_line((char *)row_ptr(&p->dk, b, hk, r), p->dk.st[3], p->dk.dtype, dK + r * Dp, scale, D);
+      store_line((char *)row_ptr(&p->dv, b, hk, r), p->dv.st[3], p->dv.dtype, dV + r * Dvp, 1, Dv);
+    }
+  }
+  free(buf);
+}
+
 /* ------------------------------------------------------------- entry */
 
 int AT_NAME(const nk_attn_problem *p, nrt_exec_ctx *ctx) {
@@ -658,8 +774,13 @@ int AT_NAME(const nk_attn_problem *p, nrt_exec_ctx *ctx) {
       pj.part[2] = (pack_part){&p->k, 0, p->D, j.Dp, 0};
     }
   }
-  pack(&j, &pj, p->B);
+  if (p->mode == NK_ATTENTION_BACKWARD_KV) pj.single_use = j.nkb == 1;
+  else pj.single_use = j.nqb == 1 && j.group == 1;
+  if (p->mode != NK_ATTENTION_BACKWARD) pack(&j, &pj, p->B);
   switch (p->mode) {
+  case NK_ATTENTION_BACKWARD:
+    nk_parallel_for(p->B * p->Hkv, 1, backward_fused_range, &j);
+    break;
   case NK_ATTENTION_FORWARD:
     nk_parallel_for(p->B * p->Hq * j.nqb, 1, forward_range, &j);
     break;

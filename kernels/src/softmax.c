@@ -7,8 +7,13 @@
  * reciprocal of the sum).  float16/bfloat16/float32 compute in float32,
  * float64 in float64.  Sums use RED_LANES independent accumulators.
  * A float32 line that is contiguous in every operand takes the
- * vectorised loop of the machine's ISA (softmax_<isa>_f32.c) when there is
- * one; float32 lines along an outer dim go in tiles of neighbours. */
+ * vectorised loop of the machine's ISA (softmax_simd_impl.h, compiled as
+ * softmax_avx2_f32.c and softmax_avx512_f32.c; exp is the unary ops' vector
+ * exp, simd_exp_f32.h); contiguous 16-bit lines are widened into float32
+ * buffers for it (log_softmax forward keeping ATen's 16-bit rounding of
+ * the sum and its log: the vector line's log = 2 / 3); float32 lines along
+ * an outer dim go in tiles of neighbours (AVX2).  NK_SOFTMAX_AVX2 in the
+ * environment picks the AVX2 line on an AVX-512 machine (tests run both). */
 #include <math.h>
 #include <stdlib.h>
 
@@ -128,10 +133,24 @@ static void line_f64(const smplan *p, char *const *d) {
 static int widened_line(const smplan *p, char *const *d, float *buf) {
   const int64_t n = p->len;
   char *b[3] = {(char *)buf, (char *)(buf + n), (char *)(buf + 2 * n)};
-  for (int o = 1; o < p->nops; o++)
-    for (int64_t i = 0; i < n; i++) ((float *)b[o])[i] = nk_load_f32(p->dt[o], d[o] + i * p->s[o]);
-  if (p->vec(p->log, p->backward, n, b[0], b[1], b[2])) return 1;
-  for (int64_t i = 0; i < n; i++) nk_store_f32(p->dt[0], d[0] + i * p->s[0], ((float *)b[0])[i]);
+  const int bf = p->dt[0] == NRT_BFLOAT16; /* every operand: the same 16-bit dtype, contiguous */
+  for (int o = 1; o < p->nops; o++) {
+    float *w = (float *)b[o];
+    const uint16_t *src = (const uint16_t *)d[o];
+    if (bf)
+      for (int64_t i = 0; i < n; i++) w[i] = nk_bf16_to_f32(src[i]);
+    else
+      for (int64_t i = 0; i < n; i++) w[i] = nk_f16_to_f32(src[i]);
+  }
+  /* log_softmax forward of a 16-bit line rounds like ATen's CPU (line_f32) */
+  const int log = p->log && !p->backward && p->last_dim ? (p->dt[1] == NRT_BFLOAT16 ? 2 : 3) : p->log;
+  if (p->vec(log, p->backward, n, b[0], b[1], b[2])) return 1;
+  uint16_t *dst = (uint16_t *)d[0];
+  const float *r = (const float *)b[0];
+  if (bf)
+    for (int64_t i = 0; i < n; i++) dst[i] = nk_f32_to_bf16(r[i]);
+  else
+    for (int64_t i = 0; i < n; i++) dst[i] = nk_f32_to_f16(r[i]);
   return 0;
 }
 
@@ -156,7 +175,9 @@ static void lines_range(void *arg, int64_t begin, int64_t end, int worker) {
 }
 
 nk_softmax_vec_fn nk_softmax_vec_pick(void) {
-  return nk_cpu_isa() >= NK_ISA_AVX2 ? nk_softmax_avx2_f32 : NULL;
+  const nk_isa isa = nk_cpu_isa();
+  if (getenv("NK_SOFTMAX_AVX2")) return isa >= NK_ISA_AVX2 ? nk_softmax_avx2_f32 : NULL; /* tests: both ways */
+  return isa == NK_ISA_AVX512 ? nk_softmax_avx512_f32 : isa == NK_ISA_AVX2 ? nk_softmax_avx2_f32 : NULL;
 }
 
 /* ------------------------------------------- float32 tiles of lines */
@@ -264,9 +285,9 @@ int nk_softmax_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
   for (int o = 0; o < nops; o++)
     if (p.dt[o] != NRT_FLOAT32 || (p.len > 1 && p.s[o] != 4)) all_f32_contig = 0;
   p.vec = all_f32_contig ? nk_softmax_vec_pick() : NULL;
-  /* 16-bit contiguous lines widen to float32 for the vector line, except
-   * log_softmax forward, which rounds like ATen's CPU (line_f32) */
-  int same16 = (p.dt[0] == NRT_FLOAT16 || p.dt[0] == NRT_BFLOAT16) && (p.backward || !p.log) && p.len > 1;
+  /* 16-bit contiguous lines widen to float32 for the vector line
+   * (log_softmax forward rounding its sum and log like ATen's CPU) */
+  int same16 = (p.dt[0] == NRT_FLOAT16 || p.dt[0] == NRT_BFLOAT16) && p.len > 1;
   for (int o = 0; o < nops; o++)
     if (p.dt[o] != p.dt[0] || p.s[o] != 2) same16 = 0;
   if (same16 && nk_softmax_vec_pick()) {

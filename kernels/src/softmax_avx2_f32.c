@@ -1,35 +1,12 @@
-/* softmax_avx2_f32.c — the float32 softmax line with AVX2+FMA (see
- * softmax_simd.h).  Tails use the same vector code on a padded copy, so
- * every element of a line goes through one exp. */
-#include <immintrin.h>
+/* softmax_avx2_f32.c — the float32 softmax line (softmax_simd_impl.h) with
+ * AVX2+FMA, and the tiles of neighbouring lines along an outer dim (see
+ * softmax_simd.h).  exp is the shared vector exp (simd_exp_f32.h). */
 #include <math.h>
 #include <string.h>
 
+#include "simd_avx2_f32.h"
+#include "simd_exp_f32.h"
 #include "softmax_simd.h"
-
-static inline __m256 vexp(__m256 x) {
-  const __m256 hi = _mm256_set1_ps(88.3762626647949f), lo = _mm256_set1_ps(-87.3365478515625f);
-  __m256 big = _mm256_cmp_ps(x, hi, _CMP_GT_OQ), small = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
-  __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
-  __m256 c = _mm256_min_ps(_mm256_max_ps(x, lo), hi);
-  __m256 n = _mm256_round_ps(_mm256_fmadd_ps(c, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(0.0f)),
-                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), c);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-  __m256 r2 = _mm256_mul_ps(r, r);
-  __m256 y = _mm256_add_ps(_mm256_fmadd_ps(p, r2, r), _mm256_set1_ps(1.0f));
-  __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  y = _mm256_mul_ps(y, _mm256_castsi256_ps(e));
-  y = _mm256_blendv_ps(y, _mm256_setzero_ps(), small);
-  y = _mm256_blendv_ps(y, _mm256_set1_ps(INFINITY), big);
-  return _mm256_blendv_ps(y, x, nan);
-}
 
 static inline float hsum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -57,68 +34,11 @@ static inline void store_tail(float *p, int64_t k, __m256 v) {
   memcpy(p, t, (size_t)k * sizeof(float));
 }
 
-int nk_softmax_avx2_f32(int log, int backward, int64_t n, char *o_, const char *a_, const char *b_) {
-  float *o = (float *)o_;
-  const float *a = (const float *)a_, *b = (const float *)b_;
-  const int64_t nv = n & ~(int64_t)7, k = n - nv;
-  if (!backward) {
-    __m256 mx = _mm256_set1_ps(-INFINITY), bad = _mm256_setzero_ps();
-    for (int64_t i = 0; i < nv; i += 8) {
-      __m256 x = _mm256_loadu_ps(a + i);
-      bad = _mm256_or_ps(bad, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
-      mx = _mm256_max_ps(mx, x);
-    }
-    if (k) {
-      __m256 x = load_tail(a + nv, k, -INFINITY);
-      bad = _mm256_or_ps(bad, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
-      mx = _mm256_max_ps(mx, x);
-    }
-    if (_mm256_movemask_ps(bad)) return 1;
-    const __m256 m = _mm256_set1_ps(hmax(mx));
-    __m256 acc = _mm256_setzero_ps(), acc2 = _mm256_setzero_ps();
-    if (log) {
-      for (int64_t i = 0; i < nv; i += 8) acc = _mm256_add_ps(acc, vexp(_mm256_sub_ps(_mm256_loadu_ps(a + i), m)));
-      if (k) acc2 = vexp(_mm256_sub_ps(load_tail(a + nv, k, -INFINITY), m));
-      const __m256 sh = _mm256_add_ps(m, _mm256_set1_ps(logf(hsum(_mm256_add_ps(acc, acc2)))));
-      for (int64_t i = 0; i < nv; i += 8) _mm256_storeu_ps(o + i, _mm256_sub_ps(_mm256_loadu_ps(a + i), sh));
-      if (k) store_tail(o + nv, k, _mm256_sub_ps(load_tail(a + nv, k, 0), sh));
-      return 0;
-    }
-    for (int64_t i = 0; i < nv; i += 8) {
-      __m256 e = vexp(_mm256_sub_ps(_mm256_loadu_ps(a + i), m));
-      _mm256_storeu_ps(o + i, e);
-      acc = _mm256_add_ps(acc, e);
-    }
-    if (k) {
-      acc2 = vexp(_mm256_sub_ps(load_tail(a + nv, k, -INFINITY), m));
-      store_tail(o + nv, k, acc2);
-    }
-    const __m256 r = _mm256_set1_ps(1.0f / hsum(_mm256_add_ps(acc, acc2)));
-    for (int64_t i = 0; i < nv; i += 8) _mm256_storeu_ps(o + i, _mm256_mul_ps(_mm256_loadu_ps(o + i), r));
-    if (k) store_tail(o + nv, k, _mm256_mul_ps(load_tail(o + nv, k, 0), r));
-    return 0;
-  }
-  /* backward: a = grad_out, b = out */
-  __m256 acc = _mm256_setzero_ps();
-  for (int64_t i = 0; i < nv; i += 8) {
-    __m256 g = _mm256_loadu_ps(a + i);
-    acc = log ? _mm256_add_ps(acc, g) : _mm256_fmadd_ps(g, _mm256_loadu_ps(b + i), acc);
-  }
-  if (k) {
-    __m256 g = load_tail(a + nv, k, 0);
-    acc = log ? _mm256_add_ps(acc, g) : _mm256_fmadd_ps(g, load_tail(b + nv, k, 0), acc);
-  }
-  const __m256 s = _mm256_set1_ps(hsum(acc));
-  for (int64_t i = 0; i < n; i += 8) {
-    const int64_t m = n - i < 8 ? n - i : 8;
-    __m256 g = m == 8 ? _mm256_loadu_ps(a + i) : load_tail(a + i, m, 0);
-    __m256 y = m == 8 ? _mm256_loadu_ps(b + i) : load_tail(b + i, m, 0);
-    __m256 r = log ? _mm256_fnmadd_ps(vexp(y), s, g) : _mm256_mul_ps(y, _mm256_sub_ps(g, s));
-    if (m == 8) _mm256_storeu_ps(o + i, r);
-    else store_tail(o + i, m, r);
-  }
-  return 0;
-}
+#define SM_LINE_NAME nk_softmax_avx2_f32
+#define SM_HSUM(v) hsum(v)
+#define SM_HMAX(v) hmax(v)
+#define SM_TAIL_LOAD(p, m, fill) _mm256_blendv_ps(_mm256_set1_ps(fill), _mm256_maskload_ps(p, m), _mm256_castsi256_ps(m))
+#include "softmax_simd_impl.h"
 
 /* T (a multiple of 8, at most 32) neighbouring float32 lines along an outer
  * dim: d[k] is operand k's first line, s[k] its byte step along the dim. */

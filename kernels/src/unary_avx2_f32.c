@@ -1,44 +1,6 @@
 /* unary_avx2_f32.c — the unary vector bodies (unary_simd_impl.h) with
  * AVX2+FMA: 8 lanes, masks as vectors. */
-#include <immintrin.h>
-
-#define VT __m256
-#define VI __m256i
-#define VTAIL __m256i
-#define LANES 8
-#define VSET(c) _mm256_set1_ps((float)(c))
-#define VZERO() _mm256_setzero_ps()
-#define VADD _mm256_add_ps
-#define VSUB _mm256_sub_ps
-#define VMUL _mm256_mul_ps
-#define VDIV _mm256_div_ps
-#define VMIN _mm256_min_ps
-#define VMAX _mm256_max_ps
-#define VFMADD _mm256_fmadd_ps
-#define VFNMADD _mm256_fnmadd_ps
-#define VAND _mm256_and_ps
-#define VOR _mm256_or_ps
-#define VXOR _mm256_xor_ps
-#define VANDNOT _mm256_andnot_ps
-#define VROUND_NEAREST(x) _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
-#define VCVT_I _mm256_cvtps_epi32
-#define ISET _mm256_set1_epi32
-#define IADD _mm256_add_epi32
-#define ISUB _mm256_sub_epi32
-#define ISRAI1(i) _mm256_srai_epi32(i, 1)
-#define ISLLI _mm256_slli_epi32
-#define ICAST_F _mm256_castsi256_ps
-#define GT _CMP_GT_OQ
-#define LT _CMP_LT_OQ
-#define LE _CMP_LE_OQ
-#define UNORD _CMP_UNORD_Q
-#define VCMP(a, b, pred) _mm256_cmp_ps(a, b, pred)
-#define VSEL(m, t, f) _mm256_blendv_ps(f, t, m)
-#define VLOADU _mm256_loadu_ps
-#define VSTOREU _mm256_storeu_ps
-#define TAIL_MASK(rem) _mm256_cmpgt_epi32(_mm256_set1_epi32(rem), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))
-#define TAIL_LOAD(p, m) _mm256_maskload_ps(p, m)
-#define TAIL_STORE(p, m, v) _mm256_maskstore_ps(p, m, v)
+#include "simd_avx2_f32.h"
 #define UNARY_NAME nk_unary_avx2_f32
 #define UNARY_BW_NAME nk_unary_bw_avx2_f32
 #include "unary_simd_impl.h"

@@ -1,45 +1,6 @@
 /* unary_avx512_f32.c — the unary vector bodies (unary_simd_impl.h) with
  * AVX-512F: 16 lanes, compare masks in k registers. */
-#include <immintrin.h>
-
-#define VT __m512
-#define VI __m512i
-#define VTAIL __mmask16
-#define LANES 16
-#define VSET(c) _mm512_set1_ps((float)(c))
-#define VZERO() _mm512_setzero_ps()
-#define VADD _mm512_add_ps
-#define VSUB _mm512_sub_ps
-#define VMUL _mm512_mul_ps
-#define VDIV _mm512_div_ps
-#define VMIN _mm512_min_ps
-#define VMAX _mm512_max_ps
-#define VFMADD _mm512_fmadd_ps
-#define VFNMADD _mm512_fnmadd_ps
-/* AVX-512F has the bitwise ops on integers only (the _ps forms are DQ) */
-#define VAND(a, b) _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(a), _mm512_castps_si512(b)))
-#define VOR(a, b) _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(a), _mm512_castps_si512(b)))
-#define VXOR(a, b) _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(a), _mm512_castps_si512(b)))
-#define VANDNOT(a, b) _mm512_castsi512_ps(_mm512_andnot_si512(_mm512_castps_si512(a), _mm512_castps_si512(b)))
-#define VROUND_NEAREST(x) _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
-#define VCVT_I _mm512_cvtps_epi32
-#define ISET _mm512_set1_epi32
-#define IADD _mm512_add_epi32
-#define ISUB _mm512_sub_epi32
-#define ISRAI1(i) _mm512_srai_epi32(i, 1)
-#define ISLLI _mm512_slli_epi32
-#define ICAST_F _mm512_castsi512_ps
-#define GT _CMP_GT_OQ
-#define LT _CMP_LT_OQ
-#define LE _CMP_LE_OQ
-#define UNORD _CMP_UNORD_Q
-#define VCMP(a, b, pred) _mm512_cmp_ps_mask(a, b, pred)
-#define VSEL(m, t, f) _mm512_mask_blend_ps(m, f, t)
-#define VLOADU _mm512_loadu_ps
-#define VSTOREU _mm512_storeu_ps
-#define TAIL_MASK(rem) ((__mmask16)((1u << (rem)) - 1u))
-#define TAIL_LOAD(p, m) _mm512_maskz_loadu_ps(m, p)
-#define TAIL_STORE(p, m, v) _mm512_mask_storeu_ps(p, m, v)
+#include "simd_avx512_f32.h"
 #define UNARY_NAME nk_unary_avx512_f32
 #define UNARY_BW_NAME nk_unary_bw_avx512_f32
 #include "unary_simd_impl.h"

@@ -19,32 +19,9 @@
  * NaN and the infinities give what the scalar code gives.  Whole rows go
  * through the vector body (the tail with masked loads/stores), so results
  * never depend on how the row was split between threads. */
+#include "simd_exp_f32.h"
 #include "unary_simd.h"
 
-
-static inline VT vexp(VT x) {
-  const VT hi = VSET(88.72283935546875), lo = VSET(-103.97208404541016);
-  VT xc = VMIN(VMAX(x, lo), hi);
-  VT fx = VROUND_NEAREST(VMUL(xc, VSET(1.44269504088896341)));
-  VT r = VFNMADD(fx, VSET(0.693359375), xc);
-  r = VFNMADD(fx, VSET(-2.12194440e-4), r);
-  VT p = VSET(1.9875691500E-4);
-  p = VFMADD(p, r, VSET(1.3981999507E-3));
-  p = VFMADD(p, r, VSET(8.3334519073E-3));
-  p = VFMADD(p, r, VSET(4.1665795894E-2));
-  p = VFMADD(p, r, VSET(1.6666665459E-1));
-  p = VFMADD(p, r, VSET(5.0000001201E-1));
-  VT y = VFMADD(p, VMUL(r, r), VADD(r, VSET(1.0)));
-  /* 2^n in two factors: n in [-150, 128] keeps both in the normal range */
-  VI n = VCVT_I(fx);
-  VI n1 = ISRAI1(n), n2 = ISUB(n, n1);
-  VT s1 = ICAST_F(ISLLI(IADD(n1, ISET(127)), 23));
-  VT s2 = ICAST_F(ISLLI(IADD(n2, ISET(127)), 23));
-  y = VMUL(VMUL(y, s1), s2);
-  y = VSEL(VCMP(x, hi, GT), VSET(INFINITY), y);
-  y = VSEL(VCMP(x, lo, LT), VZERO(), y);
-  return VSEL(VCMP(x, x, UNORD), x, y); /* NaN stays */
-}
 
 static inline VT vabs(VT x) { return VANDNOT(VSET(-0.0f), x); }
 

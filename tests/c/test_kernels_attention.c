@@ -217,7 +217,20 @@ static void check_case(const acase *c) {
     t4_make(&gv, c->t, (int64_t[]){B, Hkv, S, Dv}, c->transposed, 0);
     t4_make(&gb, st_t, (int64_t[]){B, Hq, L, S}, 0, 0);
     nrt_operand sop = tk_operand(stats, st_t, 4, (int64_t[]){2, B, Hq, L}, NULL);
+    /* twice: the two-pass backward (BACKWARD_KV, BACKWARD_Q with dbias) and
+     * the one-pass BACKWARD (not with a mask) */
+    for (int one_pass = 0; one_pass < (c->mask ? 1 : 2); one_pass++) {
     nk_attention_params bp = prm;
+    if (one_pass) {
+      t4_free(&gq); t4_free(&gk); t4_free(&gv);
+      t4_make(&gq, c->t, (int64_t[]){B, Hq, L, D}, c->transposed, 0);
+      t4_make(&gk, c->t, (int64_t[]){B, Hkv, S, D}, c->transposed, 0);
+      t4_make(&gv, c->t, (int64_t[]){B, Hkv, S, Dv}, 0, 0);
+      bp.mode = NK_ATTENTION_BACKWARD;
+      nrt_operand all[8] = {t4_op(&gq), t4_op(&gk), t4_op(&gv), t4_op(&dout), t4_op(&q), t4_op(&k), t4_op(&v), sop};
+      t = tk_task(NK_KERNEL_ATTENTION, 8, all, &bp, sizeof bp);
+      CHECK_OK(tk_run(&t));
+    } else {
     bp.mode = NK_ATTENTION_BACKWARD_KV;
     nrt_operand kv[8] = {t4_op(&gk), t4_op(&gv), t4_op(&dout), t4_op(&q), t4_op(&k), t4_op(&v), sop, mop};
     t = tk_task(NK_KERNEL_ATTENTION, 7 + (c->mask != 0), kv, &bp, sizeof bp);
@@ -227,6 +240,7 @@ static void check_case(const acase *c) {
     nrt_operand qo[8] = {t4_op(&gq), t4_op(&gb), t4_op(&dout), t4_op(&q), t4_op(&k), t4_op(&v), sop, mop};
     t = tk_task(NK_KERNEL_ATTENTION, 7 + (c->mask != 0), qo, &bp, sizeof bp);
     CHECK_OK(tk_run(&t));
+    }
     n_bad = 0;
     const double gtol = tol * 4;
     for (int64_t b = 0; b < B; b++) {
@@ -244,8 +258,9 @@ static void check_case(const acase *c) {
         }
     }
     CHECK(n_bad == 0);
-    if (n_bad) fprintf(stderr, "  backward case L=%ld S=%ld D=%ld causal=%d mask=%d p=%g: %d bad\n", (long)L, (long)S,
-                       (long)D, c->causal, c->mask, c->dropout, n_bad);
+    if (n_bad) fprintf(stderr, "  backward (one pass %d) case L=%ld S=%ld D=%ld causal=%d mask=%d p=%g: %d bad\n",
+                       one_pass, (long)L, (long)S, (long)D, c->causal, c->mask, c->dropout, n_bad);
+    }
     t4_free(&gq); t4_free(&gk); t4_free(&gv); t4_free(&gb);
     tk_free(stats);
   }
@@ -274,6 +289,9 @@ static void test_cases(void) {
       {NRT_FLOAT32, 1, 1, 1, 5, 0, 8, 8, 0, 0, 0, 0, 1},            /* S = 0 */
       {NRT_FLOAT32, 1, 2, 2, 10, 10, 8, 8, 0, 0, 1.0, 0, 1},        /* dropout 1: zeros */
       {NRT_FLOAT32, 3, 4, 4, 128, 256, 64, 64, 1, 0, 0, 0, 0},
+      {NRT_FLOAT32, 4, 4, 4, 64, 64, 16, 16, 1, 0, 0, 1, 1},        /* the GPT example's head dim 16 */
+      {NRT_BFLOAT16, 2, 2, 2, 129, 200, 64, 64, 1, 0, 0, 1, 1},     /* two query blocks, odd lengths */
+      {NRT_FLOAT32, 1, 1, 1, 0, 5, 8, 8, 0, 0, 0, 0, 1},            /* L = 0: zero dk, dv */
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) check_case(&cases[i]);
 }

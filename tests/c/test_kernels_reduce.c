@@ -582,6 +582,18 @@ static void test_softmax(void) {
         for (int dim = 0; dim < 2; dim++)
           for (size_t k = 0; k < 5; k++) check_softmax(fl[f], lg, bwd, dim, lens[k], 0, 5);
   for (int lg = 0; lg < 2; lg++) check_softmax(NRT_FLOAT32, lg, 0, 1, 33, 1, 5); /* NaN: its row all NaN */
+  /* the vector lines both ways (AVX-512 and AVX2 where the machine has
+   * AVX-512), tails of every width: float32 and widened 16-bit lines */
+  static const int64_t tails[] = {16, 17, 31, 47, 2049};
+  for (int isa = 0; isa < 2; isa++) {
+    if (isa) setenv("NK_SOFTMAX_AVX2", "1", 1);
+    for (size_t f = 0; f < 4; f++)
+      for (int lg = 0; lg < 2; lg++)
+        for (int bwd = 0; bwd < 2; bwd++)
+          for (size_t k = 0; k < 5; k++) check_softmax(fl[f], lg, bwd, 1, tails[k], 0, 3);
+    for (int lg = 0; lg < 2; lg++) check_softmax(NRT_FLOAT32, lg, 0, 1, 47, 1, 3);
+  }
+  unsetenv("NK_SOFTMAX_AVX2");
   /* float32 along dim 0 with 40 neighbouring lines: vector tiles of 32 and 8 */
   for (int lg = 0; lg < 2; lg++)
     for (int bwd = 0; bwd < 2; bwd++) check_softmax(NRT_FLOAT32, lg, bwd, 0, 19, 0, 40);

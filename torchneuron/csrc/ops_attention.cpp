@@ -170,11 +170,49 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> sdpa_backward(
   dk = at::empty_like(k);
   dv = at::empty_like(v);
   const c10::ScalarType ct = stats_dtype(q);
+  Tensor m = attn_bias.defined() ? mask4(attn_bias, B, H, L, S) : Tensor();
   // delta = rowsum(dout * out), the softmax backward's correction term
   const Tensor delta = dout.to(ct).mul(o.to(ct)).sum(-1);
   const Tensor stats = at::stack({logsumexp.to(ct), delta});
+  const int64_t Hkv = k.size(1), D = q.size(3), Dv = v.size(3);
+  // The one-pass backward (BACKWARD): a unit per (batch, kv head) holding
+  // its K/V and one head's Q/dO in float; taken (no mask: 8 operands at
+  // most) when there are enough units for the pool and the unit's buffers
+  // stay small (a shape rule: the choice, and so the results, never depend
+  // on the thread count).
+  const double unit_bytes = 8.0 * static_cast<double>((L + S) * (D + Dv) * 3);
+  if (!m.defined() && B * Hkv >= 16 && unit_bytes <= 16.0 * 1024 * 1024) {
+    if (dq.numel() + dk.numel() + dv.numel() > 0) {
+      Task task(NK_KERNEL_ATTENTION, "aten::_scaled_dot_product_fused_attention_overrideable_backward", 8);
+      auto* p = task.params<nk_attention_params>();
+      p->mode = NK_ATTENTION_BACKWARD;
+      p->causal = is_causal;
+      p->scale = softmax_scale(q, scale);
+      p->dropout_p = dropout_p;
+      if (dropout_p > 0) {
+        p->seed = static_cast<uint64_t>(philox_seed.item<int64_t>());
+        p->offset = static_cast<uint64_t>(philox_offset.item<int64_t>());
+      }
+      const char* what = "scaled_dot_product_attention backward";
+      describe4(dq, task.operand(0), what);
+      describe4(dk, task.operand(1), what);
+      describe4(dv, task.operand(2), what);
+      describe4(dout, task.operand(3), what);
+      describe4(q, task.operand(4), what);
+      describe4(k, task.operand(5), what);
+      describe4(v, task.operand(6), what);
+      describe4(stats, task.operand(7), what);
+      launch(q.device().index(), task);
+    }
+    if (query.dim() == 3) {
+      dq = dq.squeeze(0);
+      dk = dk.squeeze(0);
+      dv = dv.squeeze(0);
+    }
+    return {grad_input_mask[0] ? dq : Tensor(), grad_input_mask[1] ? dk : Tensor(),
+            grad_input_mask[2] ? dv : Tensor(), Tensor()};
+  }
   Tensor dbias_full = want_bias ? at::zeros({B, H, L, S}, q.options().dtype(ct)) : Tensor();
-  Tensor m = attn_bias.defined() ? mask4(attn_bias, B, H, L, S) : Tensor();
   nk_attention_params prm{};
   prm.causal = is_causal;
   prm.scale = softmax_scale(q, scale);
