@@ -46,10 +46,8 @@ void nk_gemm_pack_kmajor_avx2_f32(const char *src, const int64_t *roff, int64_t 
       transpose8(r);
       for (int t = 0; t < 8; t++) _mm256_storeu_ps(d + t * width + i, r[t]);
     }
-    for (; i < valid; i++) {
-      const float *s = (const float *)NK_ROW_AT(i) + c;
-      for (int t = 0; t < 8; t++) d[t * width + i] = s[t];
-    }
+    for (; i < valid; i++) /* memcpy: rows of bfloat16 pairs are 2-byte aligned */
+      for (int t = 0; t < 8; t++) memcpy(&d[t * width + i], NK_ROW_AT(i) + (c + t) * 4, 4);
     for (; i < width; i++)
       for (int t = 0; t < 8; t++) d[t * width + i] = 0;
   }

@@ -175,6 +175,15 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> sdpa_backward(
   const Tensor delta = dout.to(ct).mul(o.to(ct)).sum(-1);
   const Tensor stats = at::stack({logsumexp.to(ct), delta});
   const int64_t Hkv = k.size(1), D = q.size(3), Dv = v.size(3);
+  nk_attention_params prm{};
+  prm.causal = is_causal;
+  prm.scale = softmax_scale(q, scale);
+  prm.dropout_p = dropout_p;
+  if (dropout_p > 0) {
+    prm.seed = static_cast<uint64_t>(philox_seed.item<int64_t>());
+    prm.offset = static_cast<uint64_t>(philox_offset.item<int64_t>());
+  }
+  const char* what = "scaled_dot_product_attention backward";
   // The one-pass backward (BACKWARD): a unit per (batch, kv head) holding
   // its K/V and one head's Q/dO in float; taken (no mask: 8 operands at
   // most) when there are enough units for the pool and the unit's buffers
@@ -185,15 +194,8 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> sdpa_backward(
     if (dq.numel() + dk.numel() + dv.numel() > 0) {
       Task task(NK_KERNEL_ATTENTION, "aten::_scaled_dot_product_fused_attention_overrideable_backward", 8);
       auto* p = task.params<nk_attention_params>();
+      *p = prm;
       p->mode = NK_ATTENTION_BACKWARD;
-      p->causal = is_causal;
-      p->scale = softmax_scale(q, scale);
-      p->dropout_p = dropout_p;
-      if (dropout_p > 0) {
-        p->seed = static_cast<uint64_t>(philox_seed.item<int64_t>());
-        p->offset = static_cast<uint64_t>(philox_offset.item<int64_t>());
-      }
-      const char* what = "scaled_dot_product_attention backward";
       describe4(dq, task.operand(0), what);
       describe4(dk, task.operand(1), what);
       describe4(dv, task.operand(2), what);
@@ -213,16 +215,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> sdpa_backward(
             grad_input_mask[2] ? dv : Tensor(), Tensor()};
   }
   Tensor dbias_full = want_bias ? at::zeros({B, H, L, S}, q.options().dtype(ct)) : Tensor();
-  nk_attention_params prm{};
-  prm.causal = is_causal;
-  prm.scale = softmax_scale(q, scale);
-  prm.dropout_p = dropout_p;
-  if (dropout_p > 0) {
-    prm.seed = static_cast<uint64_t>(philox_seed.item<int64_t>());
-    prm.offset = static_cast<uint64_t>(philox_offset.item<int64_t>());
-  }
   prm.has_mask = m.defined();
-  const char* what = "scaled_dot_product_attention backward";
   auto run = [&](nk_attention_mode mode, const Tensor& a, const Tensor& b) {
     Task task(NK_KERNEL_ATTENTION, "aten::_scaled_dot_product_fused_attention_overrideable_backward",
               m.defined() ? 8 : 7);
