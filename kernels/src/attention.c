@@ -56,6 +56,16 @@ static int dims_are(const nrt_operand *o, int ndim, const int64_t *sizes) {
 
 static int is_float(int32_t t) { return t == NRT_FLOAT16 || t == NRT_BFLOAT16 || t == NRT_FLOAT32 || t == NRT_FLOAT64; }
 
+/* The backward's stats operand (2, B, Hq, L): lse, then delta
+ * (rowsum(dout * out)), as two (B, Hq, L) views. */
+static void stats_views(const nrt_operand *st, nk_attn_problem *p) {
+  p->lse.data = st->data;
+  p->lse.dtype = st->dtype;
+  p->delta.data = (char *)st->data + st->strides[0];
+  p->delta.dtype = st->dtype;
+  for (int d = 0; d < 3; d++) p->lse.st[d] = p->delta.st[d] = st->strides[d + 1];
+}
+
 int nk_attention_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
   const nk_attention_params *prm = (const nk_attention_params *)task->params;
   if (prm->mode < 0 || prm->mode >= NK_ATTENTION_MODE_COUNT) {
@@ -136,11 +146,7 @@ int nk_attention_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
     p.dk = view4(&ops[1]);
     p.dv = view4(&ops[2]);
     p.dout = view4(&ops[3]);
-    p.lse.data = st->data;
-    p.lse.dtype = st->dtype;
-    p.delta.data = (char *)st->data + st->strides[0];
-    p.delta.dtype = st->dtype;
-    for (int d = 0; d < 3; d++) p.lse.st[d] = p.delta.st[d] = st->strides[d + 1];
+    stats_views(st, &p);
   } else {
     const nrt_operand *st = &ops[6];
     if (!dims_are(&ops[2], 4, osz) || !dims_are(st, 4, ssz) || !is_float(ops[2].dtype) || !is_float(st->dtype)) {
@@ -148,11 +154,7 @@ int nk_attention_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
       return -1;
     }
     p.dout = view4(&ops[2]);
-    p.lse.data = st->data;
-    p.lse.dtype = st->dtype;
-    p.delta.data = (char *)st->data + st->strides[0];
-    p.delta.dtype = st->dtype;
-    for (int d = 0; d < 3; d++) p.lse.st[d] = p.delta.st[d] = st->strides[d + 1];
+    stats_views(st, &p);
     if (prm->mode == NK_ATTENTION_BACKWARD_KV) {
       if (!dims_are(&ops[0], 4, ksz) || !dims_are(&ops[1], 4, vsz) || !is_float(ops[0].dtype) ||
           !is_float(ops[1].dtype)) {

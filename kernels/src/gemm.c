@@ -341,14 +341,23 @@ static void pack_pairs(const matrix *x, int64_t r0, int64_t rows, int64_t c0, in
     }
     return;
   }
+  /* k adjacent: the pairs are the source's own 32-bit words, so a sliver
+   * is float32's k-major register transpose on words (moving them one by
+   * one had taken a quarter of a 1024x64x64 product); an odd last k is a
+   * half-empty pair, filled below */
+  const int k_adjacent = x->cs == 2 && !x->coff, transpose = k_adjacent && nk_cpu_isa() >= NK_ISA_AVX2;
   for (int64_t s = 0; s < rows; s += width, dst += sliver) {
     const int valid = rows - s < width ? (int)(rows - s) : width;
+    if (transpose)
+      nk_gemm_pack_kmajor_avx2_f32(x->data + c0 * 2 + (x->roff ? 0 : (r0 + s) * x->rs),
+                                   x->roff ? x->roff + r0 + s : NULL, x->rs, valid, cols / 2, width,
+                                   (float *)(void *)dst);
     for (int i = 0; i < valid; i++) {
       const int64_t r = r0 + s + i;
-      if (x->cs == 2 && !x->coff) {
-        /* k adjacent: the pairs are the source's own 32-bit words */
+      if (k_adjacent) {
         const char *src = x->data + NK_ROW(x, r) + c0 * 2;
-        for (int64_t q = 0; q < cols / 2; q++) memcpy(&dst[q * width + i], src + 4 * q, 4);
+        if (!transpose)
+          for (int64_t q = 0; q < cols / 2; q++) memcpy(&dst[q * width + i], src + 4 * q, 4);
         if (cols % 2) dst[(pairs - 1) * width + i] = at16(x, r, c0 + cols - 1);
       } else {
         for (int64_t q = 0; q < pairs; q++)
@@ -364,27 +373,6 @@ static void pack_pairs(const matrix *x, int64_t r0, int64_t rows, int64_t c0, in
 static void pack(const gemm_plan *p, const matrix *x, int64_t r0, int64_t rows, int64_t c0,
                  int64_t cols, int width, char *dst) {
   if (p->pairs) {
-    if (x->cs == 2 && !x->coff && (x->rs != 2 || x->roff) && nk_cpu_isa() >= NK_ISA_AVX2) {
-      /* k adjacent: the pairs are the rows' own 32-bit words, so packing is
-       * float32's k-major register transpose on words (a quarter of a
-       * 1024x64x64 product had gone to moving them one by one); an odd
-       * last k is a half-empty pair. */
-      const int64_t whole = cols / 2, pairs = (cols + 1) / 2;
-      for (int64_t s = 0; s < rows; s += width, dst += (size_t)(width * pairs) * 4) {
-        const int valid = rows - s < width ? (int)(rows - s) : width;
-        const int64_t *roff = x->roff ? x->roff + r0 + s : NULL;
-        const char *base = x->data + c0 * 2 + (roff ? 0 : (r0 + s) * x->rs);
-        nk_gemm_pack_kmajor_avx2_f32(base, roff, x->rs, valid, whole, width, (float *)dst);
-        if (whole == pairs) continue;
-        uint32_t *last = (uint32_t *)(void *)dst + whole * width;
-        for (int i = 0; i < width; i++) {
-          uint16_t v = 0;
-          if (i < valid) memcpy(&v, x->data + NK_ROW(x, r0 + s + i) + (c0 + cols - 1) * 2, 2);
-          last[i] = v;
-        }
-      }
-      return;
-    }
     pack_pairs(x, r0, rows, c0, cols, width, (uint32_t *)dst);
     return;
   }
