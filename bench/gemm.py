@@ -16,7 +16,7 @@ import statistics
 import time
 
 import torch
-import torchneuron  # noqa: F401
+import torch_neuronx  # noqa: F401
 
 import peak
 

@@ -26,7 +26,7 @@ for _var, _value in (("HF_HUB_OFFLINE", "1"), ("TRANSFORMERS_OFFLINE", "1"), ("U
 import torch  # noqa: E402
 import transformers as tf  # noqa: E402
 
-import torchneuron  # noqa: E402,F401  (registers the device)
+import torch_neuronx  # noqa: E402,F401  (registers the device)
 from timing import median_seconds  # noqa: E402
 
 VOCAB = 2048
@@ -84,10 +84,10 @@ def main():
                 model = copy.deepcopy(base).to(device)
                 step = make_step(model, ids.to(device), targets.to(device), device, dtype)
                 step()  # first step: the optimizer allocates its state
-                torchneuron._C.reset_fallback_stats()
+                torch_neuronx._C.reset_fallback_stats()
                 times[device.type] = median_seconds(step, device, repeats)
                 if device.type == "neuron":
-                    fallback = sorted(torchneuron._C.fallback_stats())
+                    fallback = sorted(torch_neuronx._C.fallback_stats())
             t_cpu, t_dev = times["cpu"], times["neuron"]
             print(f"{name:<8} {dtype:<6} {1 / t_cpu:>12.2f} {1 / t_dev:>15.2f} {t_cpu / t_dev:>6.2f}x  "
                   f"{', '.join(fallback) or 'none'}", flush=True)

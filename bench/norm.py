@@ -31,13 +31,13 @@ import os
 import sys
 import time
 
-if "--threads" in sys.argv:  # before torchneuron starts its pool
+if "--threads" in sys.argv:  # before torch_neuronx starts its pool
     os.environ["TORCHNEURON_NUM_THREADS"] = sys.argv[sys.argv.index("--threads") + 1]
 
 import torch
 import torch.nn.functional as F
 
-import torchneuron  # noqa: F401  (registers the device)
+import torch_neuronx  # noqa: F401  (registers the device)
 from timing import median_seconds, sync
 
 

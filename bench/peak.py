@@ -3,7 +3,7 @@ all threads of the device's compute pool) and copy bandwidth (GB/s), so other
 benchmarks can give their figures as a fraction of what the machine can do.
 
 The FMA figure comes from a C loop of independent register-only fused
-multiply-adds in the widest ISA the kernels use (torchneuron._C._peak_fma,
+multiply-adds in the widest ISA the kernels use (torch_neuronx._C._peak_fma,
 kernels/src/peak_<isa>_fma.c); the copy bandwidth from `dst.copy_(src)` of
 2^25 float32 (128 MiB each way) on the CPU and on neuron (bytes read + bytes
 written / time).  Best of --repeats (a peak, not a typical figure).  Prints a
@@ -15,8 +15,8 @@ import argparse
 import time
 
 import torch
-import torchneuron  # noqa: F401  (registers the device)
-from torchneuron import _C
+import torch_neuronx  # noqa: F401  (registers the device)
+from torch_neuronx import _C
 
 
 def fma_gflops(f64, threads, seconds=0.25, repeats=3):

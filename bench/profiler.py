@@ -23,7 +23,7 @@ the machine), and, separately, the one-off cost of stopping the profiler.
 --trace PATH additionally profiles a few steps with a schedule
 (wait 1, warmup 1, active 2) and record_function ranges, writes the chrome
 trace through on_trace_ready, and --report PATH makes the HTML report of it
-(torchneuron.profiler.report).  Asserts nothing.
+(torch_neuronx.profiler.report).  Asserts nothing.
 Usage: python bench/profiler.py [--quick] [--steps N] [--repeats N]
        [--trace build/profile/trace.json --report build/profile/report.html]
 """
@@ -39,7 +39,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
-import torchneuron  # noqa: F401  (registers the device)
+import torch_neuronx  # noqa: F401  (registers the device)
 
 
 class Block(nn.Module):
@@ -162,7 +162,7 @@ def write_trace(step, trace_path, report_path):
     print(p.key_averages().table(sort_by="device_time_total", row_limit=12))
     print(f"trace: {trace_path}")
     if report_path:
-        from torchneuron.profiler import report
+        from torch_neuronx.profiler import report
         out = report(trace_path, report_path, title="TinyGPT training steps on neuron")
         print(f"report: {out['path']} {out['summary']}")
 

@@ -46,16 +46,16 @@ def main():
     parser.add_argument("--png", default=os.path.join("build", "demo_loss.png"))
     args = parser.parse_args()
 
-    import torchneuron  # only for the fallback counts; the training needs no import
+    import torch_neuronx  # only for the fallback counts; the training needs no import
 
-    torchneuron._C.set_fallback_mode("silent")
-    torchneuron._C.reset_fallback_stats()
+    torch_neuronx._C.set_fallback_mode("silent")
+    torch_neuronx._C.reset_fallback_stats()
     runs = {}
     for device in ("neuron", "cpu"):
         print(f"training train_gpt.py on {device} ({args.steps} steps, seed {args.seed}, amp {args.amp}) ...",
               flush=True)
         runs[device] = timed_train(device, args.steps, args.seed, args.amp)
-    fallbacks = torchneuron._C.fallback_stats()
+    fallbacks = torch_neuronx._C.fallback_stats()
 
     cpu, neuron = runs["cpu"][0], runs["neuron"][0]
     print(f"\n{'step':>5}  {'cpu loss':>12}  {'neuron loss':>12}  {'rel diff':>9}")

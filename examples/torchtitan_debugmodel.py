@@ -52,7 +52,7 @@ sys.modules.setdefault("datasets", _ds)
 sys.modules.setdefault("datasets.distributed", _dsd)
 
 import torch  # noqa: E402
-import torchneuron  # noqa: E402
+import torch_neuronx  # noqa: E402
 import torchtitan.models.llama3 as llama3  # noqa: E402
 from torchtitan.components.dataloader import BaseDataLoader  # noqa: E402
 from torchtitan.components.tokenizer import BaseTokenizer  # noqa: E402
@@ -135,7 +135,7 @@ def main():
     trainer.train()
     trainer.close()
     torch.distributed.destroy_process_group()
-    print("rank", os.environ.get("RANK"), "fallbacks", dict(torchneuron._C.fallback_stats()))
+    print("rank", os.environ.get("RANK"), "fallbacks", dict(torch_neuronx._C.fallback_stats()))
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ import sys
 import textwrap
 
 # Scrub the variables the in-process expectations depend on before torch (and
-# with it torchneuron, through autoload) is imported.  TORCHNEURON_NUM_THREADS
+# with it torch_neuronx, through autoload) is imported.  TORCHNEURON_NUM_THREADS
 # and TORCHNEURON_LAUNCH_BLOCKING are kept: the suite must pass under both.
 for _name in ("TORCHNEURON_DEVICE_COUNT", "TORCHNEURON_HBM_SIZE",
               "TORCHNEURON_FALLBACK", "TORCH_DEVICE_BACKEND_AUTOLOAD"):
@@ -21,7 +21,7 @@ for _name in ("TORCHNEURON_DEVICE_COUNT", "TORCHNEURON_HBM_SIZE",
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
-import torchneuron  # noqa: E402,F401  (autoload is tested in a subprocess)
+import torch_neuronx  # noqa: E402,F401  (autoload is tested in a subprocess)
 
 DEFAULT_DEVICE_COUNT = 2
 DEFAULT_HBM_BYTES = 16 * 2**30
@@ -78,7 +78,7 @@ def assert_same(actual, expected, **tolerances):
 def native():
     """Fallback in error mode for the duration of the test: any op without a
     native kernel raises, so the test proves its path is native."""
-    with torchneuron._fallback.fallback_mode("error"):
+    with torch_neuronx._fallback.fallback_mode("error"):
         yield
 
 

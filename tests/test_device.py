@@ -10,7 +10,7 @@ def test_import_torch_alone_autoloads_neuron():
     out = check_python("""
         import sys, torch
         x = torch.ones(3, device="neuron")
-        print("torchneuron" in sys.modules, torch.neuron.is_available(),
+        print("torch_neuronx" in sys.modules, torch.neuron.is_available(),
               x.device, x.cpu().tolist())
     """)
     assert out.split() == ["True", "True", "neuron:0", "[1.0,", "1.0,", "1.0]"]
@@ -19,18 +19,18 @@ def test_import_torch_alone_autoloads_neuron():
 def test_autoload_can_be_disabled_and_import_still_works():
     out = check_python("""
         import sys, torch
-        print("loaded" if "torchneuron" in sys.modules else "not-loaded")
+        print("loaded" if "torch_neuronx" in sys.modules else "not-loaded")
         print(hasattr(torch, "neuron"))
-        import torchneuron
+        import torch_neuronx
         print(torch.zeros(2, device="neuron").device)
     """, env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"})
     assert out.split() == ["not-loaded", "False", "neuron:0"]
 
 
-def test_importing_torchneuron_before_torch_works():
+def test_importing_torch_neuronx_before_torch_works():
     # torch's autoload then re-enters the half-imported package.
     out = check_python("""
-        import torchneuron
+        import torch_neuronx
         import torch
         print(torch.ones(2, device="neuron").cpu().tolist())
     """)

@@ -1,4 +1,4 @@
-"""The `neuron` c10d backend (torchneuron/distributed.py, c10d_neuron.cpp,
+"""The `neuron` c10d backend (torch_neuronx/distributed.py, c10d_neuron.cpp,
 comm/): every implemented collective and dtype against gloo on CPU copies of
 the same inputs, with 2 and 4 ranks (mp.spawn), over both transports (the
 shared-memory engine and gloo on host-staged buffers,
@@ -529,9 +529,9 @@ def test_collectives_4_ranks(transport):
 
 
 def test_view_as_real_is_a_view():
-    import torchneuron
+    import torch_neuronx
 
-    torchneuron._fallback.reset_fallback_stats()
+    torch_neuronx._fallback.reset_fallback_stats()
     c = torch.complex(torch.arange(4.0), -torch.arange(4.0)).to("neuron")
     r = torch.view_as_real(c)
     assert r.shape == (4, 2) and r.dtype == torch.float32
@@ -545,14 +545,14 @@ def test_view_as_real_is_a_view():
     m = full.to("neuron")[:, 1]
     torch.testing.assert_close(torch.view_as_real(m).cpu(), torch.view_as_real(full[:, 1]))
     assert torch.view_as_real(m).stride() == torch.view_as_real(full[:, 1]).stride() == (8, 1)
-    assert not [k for k in torchneuron.fallback_stats() if "view_as" in k]
+    assert not [k for k in torch_neuronx.fallback_stats() if "view_as" in k]
 
 
 def test_faults_raise_instead_of_hanging(tmp_path):
     mp.spawn(_worker_faults, args=(2, _free_port(), str(tmp_path)), nprocs=2)
     elapsed = float((tmp_path / "elapsed").read_text())
     assert elapsed < 30, f"the missing rank was noticed only after {elapsed:.1f} s"
-    assert not [f for f in os.listdir("/dev/shm") if f.startswith("torchneuron-comm-")]
+    assert not [f for f in os.listdir("/dev/shm") if f.startswith("torch_neuronx-comm-")]
 
 
 _TORCHRUN_SCRIPT = """

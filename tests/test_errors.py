@@ -81,7 +81,7 @@ def test_out_of_memory_is_torch_out_of_memory_error():
 ])
 def test_malformed_environment_is_a_clear_error(name, value):
     proc = run_python("""
-        import torch, torchneuron
+        import torch, torch_neuronx
         torch.zeros(1, device="neuron").cpu()
         print("ran")
     """, env={name: value})

@@ -5,7 +5,7 @@ import warnings
 
 import pytest
 import torch
-import torchneuron
+import torch_neuronx
 
 from conftest import CPU_ONLY_OPS, check_python, run_python
 
@@ -160,8 +160,8 @@ def test_warns_once_per_op_and_counts_every_call():
     # Python warnings need an op called through torch's own bindings (a
     # torch.ops call does not turn C++ warnings into Python ones), so this
     # uses LAPACK ops, which have no neuron kernel yet.
-    torchneuron._fallback.reset_fallback_stats()
-    assert sum(torchneuron.fallback_stats().values()) == 0
+    torch_neuronx._fallback.reset_fallback_stats()
+    assert sum(torch_neuronx.fallback_stats().values()) == 0
     m = torch.rand(2, 3, 3, device="neuron")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -171,17 +171,17 @@ def test_warns_once_per_op_and_counts_every_call():
         torch.ops.cpu_only.square_it(m)
     messages = [str(w.message) for w in caught]
     assert sum("eigvals" in m for m in messages) == 1, messages
-    stats = torchneuron.fallback_stats()
+    stats = torch_neuronx.fallback_stats()
     assert isinstance(stats, dict)
     assert sum(n for name, n in stats.items() if "eigvals" in name) == 3, stats
     assert sum(n for name, n in stats.items() if "square_it" in name) == 2, stats
-    torchneuron._fallback.reset_fallback_stats()
-    assert sum(torchneuron.fallback_stats().values()) == 0
+    torch_neuronx._fallback.reset_fallback_stats()
+    assert sum(torch_neuronx.fallback_stats().values()) == 0
 
 
 def test_error_mode_raises_naming_the_op_and_is_scoped():
     x = torch.rand(8, device="neuron")
-    with torchneuron._fallback.fallback_mode("error"):
+    with torch_neuronx._fallback.fallback_mode("error"):
         with pytest.raises(RuntimeError, match="negate_it"):
             torch.ops.cpu_only.negate_it(x)
         y = x + 1  # native ops still run

@@ -97,10 +97,10 @@ def _free_port():
 
 
 def _init(rank, world, port):
-    import torchneuron
+    import torch_neuronx
 
-    torchneuron._C.set_fallback_mode("silent")
-    torchneuron._C.reset_fallback_stats()
+    torch_neuronx._C.set_fallback_mode("silent")
+    torch_neuronx._C.reset_fallback_stats()
     # init_device_mesh sets the device from LOCAL_RANK (as torchrun exports
     # it); with 4 ranks and the 2 default devices, two ranks share a device.
     os.environ["LOCAL_RANK"] = str(rank % torch.neuron.device_count())
@@ -109,9 +109,9 @@ def _init(rank, world, port):
 
 
 def _finish():
-    import torchneuron
+    import torch_neuronx
 
-    stats = dict(torchneuron._C.fallback_stats())
+    stats = dict(torch_neuronx._C.fallback_stats())
     dist.destroy_process_group()
     assert not stats, f"ops fell back to the CPU: {stats}"
 
@@ -670,11 +670,11 @@ def test_dtensor_tp_and_fsdp_tp_2x2_mesh_4_ranks():
 
 
 _TORCHRUN_SCRIPT = """
-import os, sys, torch, torch.distributed as dist, torchneuron
+import os, sys, torch, torch.distributed as dist, torch_neuronx
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import fully_shard, MixedPrecisionPolicy
 local_rank = int(os.environ["LOCAL_RANK"])
-torchneuron._C.set_fallback_mode("error")
+torch_neuronx._C.set_fallback_mode("error")
 dist.init_process_group(backend="neuron", device_id=torch.device("neuron", local_rank))
 mesh = init_device_mesh("neuron", (dist.get_world_size(),))
 torch.manual_seed(0)

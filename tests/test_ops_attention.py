@@ -10,8 +10,8 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-import torchneuron  # noqa: F401
-from torchneuron._fallback import fallback_mode, fallback_stats, reset_fallback_stats
+import torch_neuronx  # noqa: F401
+from torch_neuronx._fallback import fallback_mode, fallback_stats, reset_fallback_stats
 
 DEV = "neuron"
 TOL = {torch.float32: dict(atol=2e-5, rtol=2e-4), torch.float64: dict(atol=1e-10, rtol=1e-9),
@@ -240,7 +240,7 @@ def test_dropout_causal_gqa_backward_matches_mask(B):
 def test_results_do_not_depend_on_thread_count(B):
     from conftest import run_python
     code = f"""
-        import torch, torch.nn.functional as F, torchneuron
+        import torch, torch.nn.functional as F, torch_neuronx
         torch.manual_seed(0)
         q, k, v = (torch.randn({B}, 4, 150, 32, device="neuron", requires_grad=True) for _ in range(3))
         out = F.scaled_dot_product_attention(q, k, v, dropout_p=0.2, is_causal=True)

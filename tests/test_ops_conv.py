@@ -10,8 +10,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import torchneuron  # noqa: F401
-from torchneuron._fallback import fallback_mode
+import torch_neuronx  # noqa: F401
+from torch_neuronx._fallback import fallback_mode
 
 FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
 
@@ -269,7 +269,7 @@ def test_integer_conv_goes_to_the_cpu():
 
 
 def test_no_fallback_used():
-    torchneuron._C.reset_fallback_stats()
+    torch_neuronx._C.reset_fallback_stats()
     x = torch.randn(2, 3, 8, 8, device="neuron", requires_grad=True)
     w = torch.randn(4, 3, 3, 3, device="neuron", requires_grad=True)
     b = torch.randn(4, device="neuron", requires_grad=True)
@@ -277,4 +277,4 @@ def test_no_fallback_used():
     F.conv_transpose2d(x, w.transpose(0, 1), b, stride=2).sum().backward()
     F.fold(F.unfold(x, 2), (8, 8), 2).sum().backward()
     torch.neuron.synchronize()
-    assert torchneuron._C.fallback_stats() == {}
+    assert torch_neuronx._C.fallback_stats() == {}

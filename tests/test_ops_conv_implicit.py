@@ -18,8 +18,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import torchneuron  # noqa: F401
-from torchneuron._fallback import fallback_mode
+import torch_neuronx  # noqa: F401
+from torch_neuronx._fallback import fallback_mode
 
 
 @pytest.fixture(params=["1", "0"], ids=["implicit", "im2col"])

@@ -12,8 +12,8 @@ per ISA."""
 import pytest
 import torch
 
-import torchneuron  # noqa: F401
-from torchneuron._fallback import fallback_mode
+import torch_neuronx  # noqa: F401
+from torch_neuronx._fallback import fallback_mode
 
 HALVES = [torch.bfloat16, torch.float16]
 LENGTHS = [1, 15, 17, 33, 1023, 1025, 2065, 8 * 128 + 7]

@@ -7,8 +7,8 @@ synchronisation and the device keeps working."""
 import pytest
 import torch
 
-import torchneuron  # noqa: F401
-from torchneuron._fallback import fallback_mode
+import torch_neuronx  # noqa: F401
+from torch_neuronx._fallback import fallback_mode
 
 DEV = "neuron"
 ALL = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int8,
@@ -18,11 +18,11 @@ SOME = [torch.float32, torch.bfloat16, torch.int64, torch.bool]
 
 @pytest.fixture(autouse=True)
 def native():
-    torchneuron._C.reset_fallback_stats()
+    torch_neuronx._C.reset_fallback_stats()
     torch.manual_seed(0)
     with fallback_mode("error"):
         yield
-    assert torchneuron._C.fallback_stats() == {}
+    assert torch_neuronx._C.fallback_stats() == {}
 
 
 def make(shape, dtype, seed=0):
@@ -385,13 +385,13 @@ def test_complex_falls_back():
         same(d, e)
         same(torch.index_select(dev(x), 0, dev(torch.tensor([2, 0]))), torch.index_select(x, 0, torch.tensor([2, 0])))
         same(dev(x)[dev(torch.tensor([1]))], x[torch.tensor([1])])
-    torchneuron._C.reset_fallback_stats()
+    torch_neuronx._C.reset_fallback_stats()
 
 
 def test_accumulation_does_not_depend_on_thread_count():
     from conftest import check_python
     code = """
-        import torch, torchneuron
+        import torch, torch_neuronx
         g = torch.Generator().manual_seed(1)
         src = torch.randn(8, 20000, generator=g)
         idx = torch.randint(0, 7, (8, 20000), generator=g)
@@ -446,7 +446,7 @@ def test_more_index_tensors_than_the_kernel_takes_fall_back():
     idx = [torch.tensor([1, 0])] * 7
     with fallback_mode("silent"):
         same(dev(x)[tuple(dev(t) for t in idx)], x[tuple(idx)])
-    torchneuron._C.reset_fallback_stats()
+    torch_neuronx._C.reset_fallback_stats()
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int32, torch.int64])

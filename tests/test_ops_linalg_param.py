@@ -14,8 +14,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-import torchneuron  # noqa: F401
-from torchneuron._fallback import fallback_mode, fallback_stats, reset_fallback_stats
+import torch_neuronx  # noqa: F401
+from torch_neuronx._fallback import fallback_mode, fallback_stats, reset_fallback_stats
 
 D = "neuron"
 TOL = {torch.float32: {"atol": 1e-5, "rtol": 1e-5}, torch.float64: {"atol": 1e-12, "rtol": 1e-12}}

@@ -5,7 +5,7 @@ sizes around the block sizes, transposed/sliced/expanded views, alpha/beta,
 in-place and out=, autograd -- all with the fallback as an error."""
 import pytest
 import torch
-import torchneuron
+import torch_neuronx
 
 from conftest import assert_same
 
@@ -233,7 +233,7 @@ def test_forward_backward_native(op):
     results = []
     for device in ("cpu", "neuron"):
         args = [x.detach().to(device).requires_grad_() if x is not None else None for x in inputs]
-        ctx = torchneuron._fallback.fallback_mode("error") if device == "neuron" else _nullcontext()
+        ctx = torch_neuronx._fallback.fallback_mode("error") if device == "neuron" else _nullcontext()
         with ctx:
             y = fn(*args)
             (y * torch.arange(y.numel(), device=device).reshape(y.shape).to(y.dtype).cos()).sum().backward()

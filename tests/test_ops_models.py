@@ -1,4 +1,4 @@
-"""Ops made native for the Hugging Face models (torchneuron/csrc/ops_models.cpp):
+"""Ops made native for the Hugging Face models (torch_neuronx/csrc/ops_models.cpp):
 weight normalisation (_weight_norm_interface and its backward), neuron vs CPU,
 with the fallback in error mode to prove the path is native."""
 import pytest

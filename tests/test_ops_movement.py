@@ -6,8 +6,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import torchneuron  # noqa: F401
-from torchneuron._fallback import fallback_mode
+import torch_neuronx  # noqa: F401
+from torch_neuronx._fallback import fallback_mode
 
 D = "neuron"
 FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
@@ -37,10 +37,10 @@ def sample(shape, dtype, seed=0):
 
 
 def only_other_families_fall_back(fn, mine):
-    torchneuron._C.reset_fallback_stats()
+    torch_neuronx._C.reset_fallback_stats()
     with fallback_mode("silent"):
         fn()
-    stats = torchneuron._C.fallback_stats()
+    stats = torch_neuronx._C.fallback_stats()
     assert not [op for op in stats if op.split(".")[0].removeprefix("aten::") in mine], stats
 
 

@@ -12,8 +12,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import torchneuron
-from torchneuron._fallback import fallback_mode
+import torch_neuronx
+from torch_neuronx._fallback import fallback_mode
 
 D = "neuron"
 FLOATS = [torch.float32, torch.float64, torch.bfloat16, torch.float16]
@@ -21,10 +21,10 @@ FLOATS = [torch.float32, torch.float64, torch.bfloat16, torch.float16]
 
 @pytest.fixture(autouse=True)
 def native():
-    torchneuron._C.reset_fallback_stats()
+    torch_neuronx._C.reset_fallback_stats()
     with fallback_mode("error"):
         yield
-    assert dict(torchneuron._C.fallback_stats()) == {}
+    assert dict(torch_neuronx._C.fallback_stats()) == {}
 
 
 def tol(dtype):
@@ -148,7 +148,7 @@ def test_rms_norm(dtype, with_weight, eps):
 
 
 def test_rms_norm_is_fused_and_mixed_weight():
-    torchneuron._C.reset_fallback_stats()
+    torch_neuronx._C.reset_fallback_stats()
     x = torch.randn(4, 16, dtype=torch.bfloat16)
     w = torch.randn(16)
     run_both(lambda x, w: F.rms_norm(x, [16], w), x, w, dtype=torch.bfloat16)
@@ -169,7 +169,7 @@ def test_rms_norm_double_backward():
         return g
     with fallback_mode("silent"):  # the double backward is composite; only values matter here
         run_both(f, x, w)
-    torchneuron._C.reset_fallback_stats()
+    torch_neuronx._C.reset_fallback_stats()
 
 
 # ------------------------------------------------------------------ batch norm
@@ -347,10 +347,10 @@ def test_local_response_norm():
     x = torch.randn(2, 6, 5, 5)
     with fallback_mode("silent"):  # its avg_pool3d belongs to the pooling family
         run_both(lambda x: F.local_response_norm(x, 3), x)
-    stats = dict(torchneuron._C.fallback_stats())
+    stats = dict(torch_neuronx._C.fallback_stats())
     assert set(stats) <= {"aten::avg_pool3d.out", "aten::avg_pool3d_backward.grad_input",
                           "aten::avg_pool3d", "aten::avg_pool3d_backward"}, stats
-    torchneuron._C.reset_fallback_stats()
+    torch_neuronx._C.reset_fallback_stats()
 
 
 def test_results_do_not_depend_on_layout_of_work():
@@ -367,7 +367,7 @@ def test_results_do_not_depend_on_layout_of_work():
 
 _THREADS_SCRIPT = r"""
 import hashlib, sys, torch, torch.nn.functional as F
-import torchneuron  # noqa: F401
+import torch_neuronx  # noqa: F401
 h = hashlib.sha256()
 g = torch.Generator().manual_seed(0)
 # batch norm: one chunk per channel, chunked (few channels; > 65536 per

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from conftest import assert_same
-from torchneuron._fallback import fallback_mode, fallback_stats, reset_fallback_stats
+from torch_neuronx._fallback import fallback_mode, fallback_stats, reset_fallback_stats
 
 DEV = "neuron"
 FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]

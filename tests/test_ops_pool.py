@@ -9,8 +9,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import torchneuron  # noqa: F401
-from torchneuron._fallback import fallback_mode
+import torch_neuronx  # noqa: F401
+from torch_neuronx._fallback import fallback_mode
 
 FLOATS = [torch.float32, torch.float64, torch.bfloat16, torch.float16]
 

@@ -10,8 +10,8 @@ import math
 import pytest
 import torch
 
-import torchneuron
-from torchneuron._fallback import fallback_mode, fallback_stats, reset_fallback_stats
+import torch_neuronx
+from torch_neuronx._fallback import fallback_mode, fallback_stats, reset_fallback_stats
 from conftest import run_python
 
 FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
@@ -273,7 +273,7 @@ def test_long_float32_sum_precision():
 
 def test_results_do_not_depend_on_thread_count():
     code = """
-        import torch, torchneuron
+        import torch, torch_neuronx
         torch.manual_seed(0)
         x = torch.randn(3_000_000).to("neuron")
         m = torch.randn(2000, 700).to("neuron")

@@ -5,8 +5,8 @@ other test files."""
 import pytest
 import torch
 
-import torchneuron
-from torchneuron._fallback import fallback_mode
+import torch_neuronx
+from torch_neuronx._fallback import fallback_mode
 
 FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
 
@@ -148,8 +148,8 @@ def test_fallback_is_counted_and_error_mode_names_the_op():
     x = torch.rand(4).to("neuron")
     with pytest.raises(RuntimeError, match="negate_it"):
         torch.ops.cpu_only.negate_it(x)
-    torchneuron._fallback.reset_fallback_stats()
+    torch_neuronx._fallback.reset_fallback_stats()
     with fallback_mode("silent"):
         same(torch.ops.cpu_only.negate_it(x), -x.cpu())
         str(x)  # printing works, falling back where it must
-    assert any(name.startswith("cpu_only::negate_it") for name in torchneuron.fallback_stats())
+    assert any(name.startswith("cpu_only::negate_it") for name in torch_neuronx.fallback_stats())

@@ -5,8 +5,8 @@ in fallback_mode("error"), so a silent CPU fallback fails the test."""
 import pytest
 import torch
 
-import torchneuron  # noqa: F401
-from torchneuron._fallback import fallback_mode
+import torch_neuronx  # noqa: F401
+from torch_neuronx._fallback import fallback_mode
 
 D = "neuron"
 FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
@@ -23,10 +23,10 @@ def native():
 def only_other_families_fall_back(fn, mine):
     """Runs fn with fallbacks allowed (autograd formulas use ops of other
     families, e.g. scatter, sum) and checks none of `mine` fell back."""
-    torchneuron._C.reset_fallback_stats()
+    torch_neuronx._C.reset_fallback_stats()
     with fallback_mode("silent"):
         fn()
-    stats = torchneuron._C.fallback_stats()
+    stats = torch_neuronx._C.fallback_stats()
     assert not [op for op in stats if op.split(".")[0].removeprefix("aten::") in mine], stats
 
 
@@ -363,7 +363,7 @@ def test_random_ops_do_not_depend_on_thread_count():
     """dropout masks, bernoulli(p) and multinomial depend on the seed only."""
     from conftest import run_python
     code = """
-        import torch, torchneuron
+        import torch, torch_neuronx
         torch.manual_seed(11)
         x = torch.ones(300, 500, device="neuron")
         _, mask = torch.native_dropout(x, 0.3, True)

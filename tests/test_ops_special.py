@@ -13,8 +13,8 @@ operands, and signal.windows.kaiser (which needs i0)."""
 import pytest
 import torch
 
-import torchneuron  # noqa: F401
-from torchneuron._fallback import fallback_mode
+import torch_neuronx  # noqa: F401
+from torch_neuronx._fallback import fallback_mode
 
 S = torch.special
 F32_64 = [torch.float32, torch.float64]

@@ -11,8 +11,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import torchneuron
-from torchneuron._fallback import fallback_mode
+import torch_neuronx
+from torch_neuronx._fallback import fallback_mode
 
 FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
 INTS = [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64]
@@ -307,10 +307,10 @@ def test_large_rows_take_the_fast_paths():
 
 def test_complex_falls_back_to_cpu():
     z = torch.randn(4, dtype=torch.complex64)
-    torchneuron._C.reset_fallback_stats()
+    torch_neuronx._C.reset_fallback_stats()
     with fallback_mode("silent"):
         same(torch.exp(z.to("neuron")), torch.exp(z))
         same(torch.abs(z.to("neuron")), torch.abs(z))
         same(torch.sgn(z.to("neuron")), torch.sgn(z))
-    stats = torchneuron._C.fallback_stats()
+    stats = torch_neuronx._C.fallback_stats()
     assert any("exp" in k for k in stats), stats

@@ -13,8 +13,8 @@ import pytest
 import torch
 import torch.nn as nn
 
-import torchneuron  # noqa: F401
-from torchneuron._fallback import fallback_mode, fallback_stats, reset_fallback_stats
+import torch_neuronx  # noqa: F401
+from torch_neuronx._fallback import fallback_mode, fallback_stats, reset_fallback_stats
 
 DEV = "neuron"
 FLOATS = [torch.float32, torch.bfloat16, torch.float64, torch.float16]

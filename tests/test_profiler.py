@@ -1,6 +1,6 @@
 """torch.profiler with the neuron device (the Kineto plugin in
-torchneuron/csrc/profiler.cpp), device memory profiling and history, and the
-HTML report (torchneuron.profiler) rendered in headless Chromium."""
+torch_neuronx/csrc/profiler.cpp), device memory profiling and history, and the
+HTML report (torch_neuronx.profiler) rendered in headless Chromium."""
 import gc
 import json
 import os
@@ -14,9 +14,9 @@ import torch
 from torch.profiler import (ProfilerActivity, profile, record_function, schedule,
                             tensorboard_trace_handler)
 
-import torchneuron
+import torch_neuronx
 from conftest import CPU_ONLY_OPS
-from torchneuron.profiler import load_trace, summarize
+from torch_neuronx.profiler import load_trace, summarize
 
 ACTS = [ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -34,19 +34,19 @@ def trace_of(prof, tmp_path, name="trace.json"):
 
 
 def test_plugin_is_registered_and_device_activity_supported():
-    assert torchneuron._C._profiler_registered()
+    assert torch_neuronx._C._profiler_registered()
     assert ProfilerActivity.PrivateUse1 in torch.profiler.supported_activities()
 
 
 def test_kernels_and_copies_have_device_time_and_their_op():
     x = torch.randn(128, 128, device="neuron")
     torch.neuron.synchronize()
-    started = torchneuron._C._profiler_sessions_started()
+    started = torch_neuronx._C._profiler_sessions_started()
     with profile(activities=ACTS) as prof:
         y = x + x
         z = torch.mm(x, y)
         z.cpu()
-    assert torchneuron._C._profiler_sessions_started() == started + 1
+    assert torch_neuronx._C._profiler_sessions_started() == started + 1
     dev = device_events(prof)
     names = {e.name for e in dev}
     assert any(n.endswith("aten::add") for n in names), names
@@ -70,10 +70,10 @@ def test_kernels_and_copies_have_device_time_and_their_op():
 
 def test_cpu_only_profiling_leaves_the_device_alone():
     x = torch.randn(32, device="neuron")
-    started = torchneuron._C._profiler_sessions_started()
+    started = torch_neuronx._C._profiler_sessions_started()
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         (x + x).cpu()
-    assert torchneuron._C._profiler_sessions_started() == started
+    assert torch_neuronx._C._profiler_sessions_started() == started
     assert device_events(prof) == []
     assert any(e.name == "aten::add" for e in prof.events())
 
@@ -237,7 +237,7 @@ def make_trace(tmp_path):
 def test_report_renders_in_headless_chromium(tmp_path):
     trace = make_trace(tmp_path)
     out = tmp_path / "report.html"
-    r = subprocess.run([sys.executable, "-m", "torchneuron.profiler", "report", trace,
+    r = subprocess.run([sys.executable, "-m", "torch_neuronx.profiler", "report", trace,
                         "-o", str(out)], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stderr
     page = out.read_text()

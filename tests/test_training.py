@@ -36,8 +36,8 @@ import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-import torchneuron
-from torchneuron._fallback import fallback_mode, fallback_stats, reset_fallback_stats
+import torch_neuronx
+from torch_neuronx._fallback import fallback_mode, fallback_stats, reset_fallback_stats
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples"))
 import train_cnn  # noqa: E402
@@ -83,15 +83,15 @@ def run(name, device, amp="none", again=False):
     key = (name, device, amp, again)
     if key not in _runs:
         module, config = MODELS[name]
-        previous = torchneuron._C.get_fallback_mode()
-        torchneuron._C.set_fallback_mode("silent")
-        torchneuron._C.reset_fallback_stats()
+        previous = torch_neuronx._C.get_fallback_mode()
+        torch_neuronx._C.set_fallback_mode("silent")
+        torch_neuronx._C.reset_fallback_stats()
         try:
             with cpu_threads(1 if device == "cpu" else None):
                 losses, model = module.train(device, STEPS, seed=0, amp=amp, **config)
-            stats = dict(torchneuron._C.fallback_stats())
+            stats = dict(torch_neuronx._C.fallback_stats())
         finally:
-            torchneuron._C.set_fallback_mode(previous)
+            torch_neuronx._C.set_fallback_mode(previous)
         params = {n: p.detach().cpu() for n, p in model.named_parameters()}
         _runs[key] = (losses, params, stats)
     return _runs[key]

@@ -2,7 +2,7 @@
  * backend (issue 6).  See neuron_comm.h for the API.
  *
  * Design (the why):
- *  - Transport: one POSIX shm segment per job, name "/torchneuron-comm-<key>"
+ *  - Transport: one POSIX shm segment per job, name "/torch_neuronx-comm-<key>"
  *    where key is a random token rank 0 puts in the c10d store, so two jobs
  *    (or two process groups of one job) never meet.  Created O_EXCL with mode
  *    0600 and unlinked by every rank as soon as the attach count reaches the
@@ -445,7 +445,7 @@ int ncomm_create(const char *key, int rank, int world, size_t chunk_bytes, int64
   chunk_bytes = (chunk_bytes + 63) & ~(size_t)63;
   if (chunk_bytes < 4096) chunk_bytes = 4096;
   char name[128];
-  snprintf(name, sizeof name, "/torchneuron-comm-%s", key);
+  snprintf(name, sizeof name, "/torch_neuronx-comm-%s", key);
   size_t total = NC_HDR_BYTES + (size_t)world * NC_CTL_BYTES + data_bytes(world, chunk_bytes) +
                  (size_t)world * (size_t)world * (NC_CTL_BYTES + 2 * p2p_chunk_of(chunk_bytes));
 

@@ -34,7 +34,7 @@ static nk_isa cap_from_env(nk_isa isa) {
   if (!cap || !*cap) return isa;
   for (int i = 0; i <= NK_ISA_AVX512; i++)
     if (strcmp(cap, isa_names[i]) == 0) return i < (int)isa ? (nk_isa)i : isa;
-  fprintf(stderr, "torchneuron: ignoring TORCHNEURON_ISA=%s (expected portable, avx2 or avx512)\n",
+  fprintf(stderr, "torch_neuronx: ignoring TORCHNEURON_ISA=%s (expected portable, avx2 or avx512)\n",
           cap);
   return isa;
 }

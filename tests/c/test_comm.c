@@ -401,7 +401,7 @@ static void t_unlinked(int rank, int world, size_t chunk) {
   CHECK(c != NULL);
   if (!c) return;
   char name[128];
-  snprintf(name, sizeof name, "/torchneuron-comm-%s", key_);
+  snprintf(name, sizeof name, "/torch_neuronx-comm-%s", key_);
   int fd = shm_open(name, O_RDWR, 0600);
   CHECK(fd < 0 && errno == ENOENT);
   if (fd >= 0) close(fd);
@@ -421,7 +421,7 @@ int main(void) {
   CHECK(ncomm_create(key_, 0, 2, 0, 200, &c, err, sizeof err) != 0);
   CHECK(strstr(err, "1 of 2 ranks") != NULL);
   char name[128];
-  snprintf(name, sizeof name, "/torchneuron-comm-%s", key_);
+  snprintf(name, sizeof name, "/torch_neuronx-comm-%s", key_);
   CHECK(shm_open(name, O_RDWR, 0600) < 0 && errno == ENOENT);
   /* rank 1 alone: no segment, times out */
   next_key();

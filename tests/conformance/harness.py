@@ -54,13 +54,13 @@ class Mismatch(AssertionError):
 
 
 class _Fallback:
-    """torchneuron's fallback switch and counters.  Any other device (the CPU,
+    """torch_neuronx's fallback switch and counters.  Any other device (the CPU,
     while the harness is checked against itself) has no fallback."""
 
     def __init__(self, device_type):
         self._control = None
         if device_type == "neuron":
-            from torchneuron import _fallback
+            from torch_neuronx import _fallback
             self._control = _fallback
 
     def mode(self, mode):

@@ -12,7 +12,7 @@ Moving the model.  The harness does what a user does, `copy.deepcopy(model)
 .to("neuron")`.  That must keep tied parameters tied (an LM head sharing the
 token embedding, BERT's decoder bias), as cuda does: c10's
 TensorImpl::has_compatible_shallow_copy_type counts no PrivateUse1 among the
-dense backends, and torchneuron's _has_compatible_shallow_copy_type
+dense backends, and torch_neuronx's _has_compatible_shallow_copy_type
 (ops_train.cpp) adds it.  `move` still counts ties lost (Result.ties_lost,
 reported in docs/models.md, asserted 0 by test_models.py) and re-ties them,
 so a regression there fails loudly without hiding the comparison below.
@@ -44,7 +44,7 @@ import time
 import traceback
 
 import torch
-import torchneuron
+import torch_neuronx
 
 LOGITS_TOL = 1e-4
 GRAD_TOL = 1e-3
@@ -190,9 +190,9 @@ def run_bf16(spec, result, cpu_run, dev_run, device):
     outs = []
     for (model, inputs), dev in ((cpu_run, torch.device("cpu")), (dev_run, device)):
         model.zero_grad(set_to_none=True)
-        previous = torchneuron._C.get_fallback_mode()
-        torchneuron._C.set_fallback_mode("silent")
-        torchneuron._C.reset_fallback_stats()
+        previous = torch_neuronx._C.get_fallback_mode()
+        torch_neuronx._C.set_fallback_mode("silent")
+        torch_neuronx._C.reset_fallback_stats()
         try:
             with torch.autocast(dev.type, dtype=torch.bfloat16):
                 out, _ = step(spec, model, inputs)
@@ -203,8 +203,8 @@ def run_bf16(spec, result, cpu_run, dev_run, device):
             return
         finally:
             if dev.type != "cpu":
-                result.bf16_fallback = dict(sorted(torchneuron._C.fallback_stats().items()))
-            torchneuron._C.set_fallback_mode(previous)
+                result.bf16_fallback = dict(sorted(torch_neuronx._C.fallback_stats().items()))
+            torch_neuronx._C.set_fallback_mode(previous)
     result.bf16_err = scaled_error(outs[1], outs[0])
 
 
@@ -225,15 +225,15 @@ def run(spec, device="neuron", repeats=0, bf16=False):
             raise ValueError(f"degenerate model: the CPU's logits have a standard deviation of "
                              f"{spread:.1e}, nothing to compare (fix its config)")
 
-        previous = torchneuron._C.get_fallback_mode()
-        torchneuron._C.set_fallback_mode("silent")
-        torchneuron._C.reset_fallback_stats()
+        previous = torch_neuronx._C.get_fallback_mode()
+        torch_neuronx._C.set_fallback_mode("silent")
+        torch_neuronx._C.reset_fallback_stats()
         try:
             dev_out, dev_loss = step(spec, dev_model, dev_inputs)
             sync(device)
         finally:
-            result.fallback = dict(sorted(torchneuron._C.fallback_stats().items()))
-            torchneuron._C.set_fallback_mode(previous)
+            result.fallback = dict(sorted(torch_neuronx._C.fallback_stats().items()))
+            torch_neuronx._C.set_fallback_mode(previous)
         result.runs = True
 
         result.logits_err = scaled_error(dev_out, cpu_out)
@@ -260,13 +260,13 @@ def run(spec, device="neuron", repeats=0, bf16=False):
         if bf16:
             run_bf16(spec, result, (cpu_model, cpu_inputs), (dev_model, dev_inputs), device)
         if repeats:
-            previous = torchneuron._C.get_fallback_mode()
-            torchneuron._C.set_fallback_mode("silent")
+            previous = torch_neuronx._C.get_fallback_mode()
+            torch_neuronx._C.set_fallback_mode("silent")
             try:
                 result.cpu_s, result.neuron_s = time_both(
                     spec, (cpu_model, cpu_inputs), (dev_model, dev_inputs), device, repeats)
             finally:
-                torchneuron._C.set_fallback_mode(previous)
+                torch_neuronx._C.set_fallback_mode(previous)
     except Exception as exc:  # a model that does not run is a result, not a crash
         result.error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
         result.traceback = traceback.format_exc()

@@ -62,7 +62,7 @@ def render(results, repeats, load):
         "`model.to(\"neuron\")` made separate (the harness re-ties them before comparing).",
         "0 is expected: c10's `TensorImpl::has_compatible_shallow_copy_type` does not count",
         "PrivateUse1 as a dense backend, so `Module._apply` would replace each Parameter",
-        "instead of setting `param.data`; torchneuron/csrc/ops_train.cpp overrides",
+        "instead of setting `param.data`; torch_neuronx/csrc/ops_train.cpp overrides",
         "`_has_compatible_shallow_copy_type` for PrivateUse1 (as PyTorch's OpenReg does), so",
         "`Module.to` keeps Parameter objects and ties, as for cuda.  The column catches a regression.",
         "*bf16 autocast*: the same forward + backward under `torch.autocast(device, bfloat16)`",

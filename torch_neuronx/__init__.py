@@ -1,0 +1,52 @@
+"""TorchNeuron: the virtual NeuronCore as the ordinary PyTorch device ``neuron``.
+
+Importing this package (which ``import torch`` does through the
+``torch.backends`` entry point unless TORCH_DEVICE_BACKEND_AUTOLOAD=0):
+
+- loads ``torch_neuronx._C``, whose static initialisers register the device
+  guard, hooks, allocators and ops for PrivateUse1;
+- renames PrivateUse1 to ``neuron`` and installs ``torch.neuron``;
+- generates ``Tensor.neuron()``, ``Tensor.is_neuron``, ``Module.neuron()``,
+  the storage methods and their PackedSequence counterparts.
+"""
+
+
+def _autoload() -> None:
+    """Entry point torch calls at ``import torch``; importing did the work.
+
+    Defined before ``import torch``: when a user imports torch_neuronx first,
+    torch's autoload finds this half-initialised module and calls this
+    no-op, and the import below then finishes the registration."""
+
+
+import torch  # noqa: E402
+
+from torch_neuronx import _C  # noqa: F401  (registration happens on load)
+from torch_neuronx import neuron
+from torch_neuronx._fallback import fallback_stats
+
+__all__ = ["neuron", "fallback_stats"]
+
+
+def _register() -> None:
+    # torch allows one rename per process; the check keeps a reload of this
+    # package (importlib.reload) from attempting a second one.
+    if torch._C._get_privateuse1_backend_name() != "neuron":
+        torch.utils.rename_privateuse1_backend("neuron")
+        torch._register_device_module("neuron", neuron)
+        torch.utils.generate_methods_for_privateuse1_backend(
+            for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
+        )
+
+
+_register()
+
+# The `neuron` c10d backend (torch_neuronx/distributed.py) registers itself.
+try:
+    import torch.distributed as _dist
+
+    if _dist.is_available():
+        from torch_neuronx import distributed as _distributed  # noqa: F401
+except ImportError:  # a torch build without distributed
+    pass
+

@@ -1,0 +1,92 @@
+// module.cpp — torch_neuronx._C: the few entry points the Python package needs
+// that PyTorch does not already expose.  Streams, events and memory
+// statistics go through torch.Stream / torch.Event / torch.accelerator,
+// which reach guard.cpp and allocator.cpp, so they need no bindings here
+// beyond a stream's priority, which torch.Stream does not carry.
+#include <ATen/Context.h>
+#include <torch/csrc/Generator.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include "fallback.h"
+#include "generator.h"
+#include "neuron_check.h"
+#include "neuron_stream.h"
+
+namespace py = pybind11;
+
+namespace torch_neuronx {
+void bind_profiler(pybind11::module& m);  // profiler.cpp
+}
+
+// kernels/src/gemm.h: the FMA peak probe behind _peak_fma (bench/peak.py).
+extern "C" int64_t nk_peak_fma(int64_t iters, int f64, int threads);
+
+namespace torch_neuronx {
+// c10d_neuron.cpp: the `neuron` c10d backend's entry point.
+void init_distributed(pybind11::module& m);
+namespace {
+
+int device_count_checked() {
+  int count = 0;
+  NEURON_CHECK(nrt_device_count(&count));
+  return count;
+}
+
+void set_device(c10::DeviceIndex device) {
+  check_device_index(device);
+  NEURON_CHECK(nrt_device_current_set(device));
+}
+
+py::dict device_properties(c10::DeviceIndex device) {
+  check_device_index(device);
+  nrt_device_props props{};
+  NEURON_CHECK(nrt_device_props_get(device, &props));
+  py::dict out;
+  out["name"] = std::string(props.name);
+  out["total_memory"] = props.hbm_bytes;
+  out["sbuf_bytes"] = props.sbuf_bytes;
+  out["multi_processor_count"] = props.compute_threads;
+  out["major"] = props.major;
+  out["minor"] = props.minor;
+  return out;
+}
+
+}  // namespace
+}  // namespace torch_neuronx
+
+PYBIND11_MODULE(_C, m) {
+  torch_neuronx::init_distributed(m);
+  using namespace torch_neuronx;
+  m.doc() = "TorchNeuron: the virtual NeuronCore as the PyTorch device 'neuron'";
+
+  // Runs the hooks' init() once per process (again after a failure).
+  m.def("_init", [] { at::globalContext().lazyInitDevice(c10::DeviceType::PrivateUse1); });
+  m.def("_is_available", [] { return at::detail::getPrivateUse1Hooks().isAvailable(); });
+  m.def("_device_count", &device_count_checked);
+  m.def("_current_device", [] { return current_device(); });
+  m.def("_set_device", &set_device, py::arg("device"));
+  m.def("_synchronize", [](c10::DeviceIndex device) {
+    check_device_index(device);
+    py::gil_scoped_release no_gil;  // worker threads may need the GIL (host callbacks)
+    NEURON_CHECK(nrt_device_synchronize(device));
+  }, py::arg("device"));
+  m.def("_stream_priority", [](c10::DeviceIndex device, int64_t id) {
+    nrt_stream* stream = nullptr;
+    NEURON_CHECK(nrt_stream_get(device, id, &stream));
+    return nrt_stream_priority(stream);
+  }, py::arg("device"), py::arg("stream_id"));
+  m.def("_default_generator", [](c10::DeviceIndex device) {
+    return py::reinterpret_steal<py::object>(
+        THPGenerator_initDefaultGenerator(get_default_generator(device)));
+  }, py::arg("device"));
+  m.def("_device_properties", &device_properties, py::arg("device"));
+  m.def("_is_launch_blocking", [] { return nrt_launch_blocking() != 0; });
+  // bench/peak.py: the FMA peak probe (kernels/src/gemm.c), without the GIL.
+  m.def("_peak_fma", [](int64_t iters, bool f64, int threads) {
+    py::gil_scoped_release no_gil;
+    return nk_peak_fma(iters, f64 ? 1 : 0, threads);
+  }, py::arg("iters"), py::arg("f64") = false, py::arg("threads") = 1);
+  m.def("_compute_threads", [] { return nrt_compute_threads(); });
+  bind_fallback(m);  // fallback_stats, fallback modes (fallback.cpp)
+  bind_profiler(m);  // memory history/snapshot, the Kineto plugin's state (profiler.cpp)
+}
