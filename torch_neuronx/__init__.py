@@ -7,7 +7,10 @@ Importing this package (which ``import torch`` does through the
   guard, hooks, allocators and ops for PrivateUse1;
 - renames PrivateUse1 to ``neuron`` and installs ``torch.neuron``;
 - generates ``Tensor.neuron()``, ``Tensor.is_neuron``, ``Module.neuron()``,
-  the storage methods and their PackedSequence counterparts.
+  the storage methods and their PackedSequence counterparts;
+- makes Hugging Face's Trainer checkpoints keep the neuron generator's state
+  (``_hf_trainer.py``: an upstream gap, patched only when transformers'
+  trainer module is imported).
 """
 
 
@@ -40,6 +43,10 @@ def _register() -> None:
 
 
 _register()
+
+from torch_neuronx import _hf_trainer  # noqa: E402
+
+_hf_trainer.install()
 
 # The `neuron` c10d backend (torch_neuronx/distributed.py) registers itself.
 try:

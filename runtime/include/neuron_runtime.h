@@ -97,7 +97,8 @@ typedef struct nrt_device_props {
 
 nrt_status nrt_device_count(int *count);
 nrt_status nrt_device_props_get(int device, nrt_device_props *props);
-/* The current device is per host thread, initially 0. */
+/* The current device is per host thread, initially LOCAL_RANK mod count when
+ * a launcher set LOCAL_RANK (each worker its own core), else 0. */
 nrt_status nrt_device_current_set(int device);
 nrt_status nrt_device_current_get(int *device);
 /* Waits for every stream of the device; returns (and clears) the first

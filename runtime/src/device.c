@@ -16,7 +16,7 @@ static nrt_device devices[NRT_MAX_DEVICES];
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static nrt_status init_status;
 static char init_message[1024];
-static _Thread_local int current_device;
+static _Thread_local int current_device = -1; /* -1: nrt_cfg.first_device */
 
 /* A forked child has the parent's memory but none of its threads: no
  * worker would ever run its streams, and a lock some parent thread held at
@@ -107,7 +107,7 @@ nrt_status nrt_device_current_set(int device) {
 nrt_status nrt_device_current_get(int *device) {
   if (!device) return nrt_fail(NRT_ERROR_INVALID_ARGUMENT, "device is NULL");
   nrt_status s = nrt_ensure_init();
-  *device = current_device;
+  *device = current_device >= 0 ? current_device : nrt_cfg.first_device;
   return s;
 }
 

@@ -63,6 +63,14 @@ nrt_status nrt_config_from_env(nrt_config *cfg) {
       return bad("TORCHNEURON_DEVICE_COUNT", v, "an integer from 1 to 64");
     cfg->device_count = (int)n;
   }
+  /* A worker started by a launcher (torchrun, accelerate launch) starts on
+   * device LOCAL_RANK mod count, as the real runtime gives each worker its
+   * own NeuronCore: accelerate places a neuron process on
+   * torch.neuron.current_device() but hands DDP device_ids=[local rank],
+   * and the two must agree.  LOCAL_RANK is the launcher's variable, not
+   * ours: a value that is not a rank is ignored rather than an error. */
+  if ((v = getenv("LOCAL_RANK")) && nrt_parse_int(v, 0, 1L << 30, &n) == 0)
+    cfg->first_device = (int)(n % cfg->device_count);
   if ((v = getenv("TORCHNEURON_HBM_SIZE"))) {
     uint64_t bytes;
     /* 2^46 = 64 TiB: the most address space we are willing to reserve. */

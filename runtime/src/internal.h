@@ -16,6 +16,7 @@ nrt_status nrt_fail(nrt_status s, const char *fmt, ...)
 /* ---- env.c: configuration, parsed once. */
 typedef struct nrt_config {
   int device_count;
+  int first_device; /* every thread's device until it sets one */
   uint64_t hbm_bytes;
   int num_threads;
   int launch_blocking;
