@@ -16,7 +16,8 @@ import textwrap
 # with it torch_neuronx, through autoload) is imported.  TORCHNEURON_NUM_THREADS
 # and TORCHNEURON_LAUNCH_BLOCKING are kept: the suite must pass under both.
 for _name in ("TORCHNEURON_DEVICE_COUNT", "TORCHNEURON_HBM_SIZE",
-              "TORCHNEURON_FALLBACK", "TORCH_DEVICE_BACKEND_AUTOLOAD"):
+              "TORCHNEURON_FALLBACK", "TORCH_DEVICE_BACKEND_AUTOLOAD",
+              "NEURON_RT_VISIBLE_CORES", "LOCAL_RANK"):
     os.environ.pop(_name, None)
 
 import pytest  # noqa: E402

@@ -44,6 +44,37 @@ int nrt_parse_size(const char *text, uint64_t *out) {
   return 0;
 }
 
+/* NEURON_RT_VISIBLE_CORES, the real runtime's variable (set by `accelerate
+ * launch --gpu_ids`): a comma-separated list of core numbers and ranges
+ * ("0-3", "1,3", "2"), each below the machine's `cores`, none twice.  The
+ * process sees that many devices, numbered from 0, as CUDA_VISIBLE_DEVICES
+ * renumbers GPUs.  Returns the count, or -1 on malformed text. */
+int nrt_parse_core_list(const char *text, int cores) {
+  uint64_t seen = 0; /* cores <= NRT_MAX_DEVICES = 64 */
+  int count = 0;
+  const char *p = text;
+  for (;;) {
+    char item[32];
+    size_t len = strcspn(p, ",");
+    if (len == 0 || len >= sizeof item) return -1;
+    memcpy(item, p, len);
+    item[len] = '\0';
+    char *dash = strchr(item, '-');
+    long lo, hi;
+    if (dash) *dash = '\0';
+    if (nrt_parse_int(item, 0, cores - 1, &lo)) return -1;
+    hi = lo;
+    if (dash && nrt_parse_int(dash + 1, lo, cores - 1, &hi)) return -1;
+    for (long c = lo; c <= hi; c++) {
+      if (seen >> c & 1) return -1;
+      seen |= (uint64_t)1 << c;
+      count++;
+    }
+    if (!p[len]) return count;
+    p += len + 1;
+  }
+}
+
 static nrt_status bad(const char *name, const char *value, const char *want) {
   return nrt_fail(NRT_ERROR_INVALID_CONFIG, "%s=\"%s\" is invalid: expected %s", name,
                   value, want);
@@ -62,6 +93,13 @@ nrt_status nrt_config_from_env(nrt_config *cfg) {
     if (nrt_parse_int(v, 1, NRT_MAX_DEVICES, &n))
       return bad("TORCHNEURON_DEVICE_COUNT", v, "an integer from 1 to 64");
     cfg->device_count = (int)n;
+  }
+  if ((v = getenv("NEURON_RT_VISIBLE_CORES"))) {
+    int visible = nrt_parse_core_list(v, cfg->device_count);
+    if (visible < 0)
+      return bad("NEURON_RT_VISIBLE_CORES", v,
+                 "core numbers and ranges below TORCHNEURON_DEVICE_COUNT, e.g. 0-1 or 0,1");
+    cfg->device_count = visible;
   }
   /* A worker started by a launcher (torchrun, accelerate launch) starts on
    * device LOCAL_RANK mod count, as the real runtime gives each worker its

@@ -26,6 +26,8 @@ typedef struct nrt_config {
  * out-of-range text (the caller names the variable in its message). */
 int nrt_parse_size(const char *text, uint64_t *out);
 int nrt_parse_int(const char *text, long lo, long hi, long *out);
+/* NEURON_RT_VISIBLE_CORES: the number of cores listed, or -1. */
+int nrt_parse_core_list(const char *text, int cores);
 nrt_status nrt_config_from_env(nrt_config *cfg);
 
 /* ---- device.c */

@@ -10,7 +10,8 @@
 
 static const char *const VARS[] = {"TORCHNEURON_DEVICE_COUNT", "TORCHNEURON_HBM_SIZE",
                                    "TORCHNEURON_NUM_THREADS", "TORCHNEURON_LAUNCH_BLOCKING",
-                                   "TORCHNEURON_TRACE_CAPACITY"};
+                                   "TORCHNEURON_TRACE_CAPACITY", "NEURON_RT_VISIBLE_CORES",
+                                   "LOCAL_RANK"};
 
 static void clear_env(void) {
   for (size_t i = 0; i < sizeof VARS / sizeof VARS[0]; i++) unsetenv(VARS[i]);
@@ -49,6 +50,18 @@ static void test_parse_int(void) {
   }
 }
 
+static void test_parse_core_list(void) {
+  CHECK(nrt_parse_core_list("0", 2) == 1);
+  CHECK(nrt_parse_core_list("1", 2) == 1);
+  CHECK(nrt_parse_core_list("0-3", 4) == 4);
+  CHECK(nrt_parse_core_list("0,2-3,5", 8) == 4);
+  CHECK(nrt_parse_core_list("63", 64) == 1);
+  static const char *bad[] = {"", ",", "0,", ",0", "2", "0-2", "1-0", "0,0", "0-1,1",
+                              "-1", "a", "0-", "-", "1 ", "0;1", "00000000000000000000000000000000001"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    CHECK(nrt_parse_core_list(bad[i], 2) == -1);
+}
+
 /* value of `name` makes the configuration invalid, naming the variable */
 static void check_rejected(const char *name, const char *value) {
   nrt_config cfg;
@@ -75,6 +88,17 @@ static void test_config(void) {
   CHECK(cfg.device_count == 3 && cfg.hbm_bytes == (uint64_t)256 << 20);
   CHECK(cfg.num_threads == 7 && cfg.launch_blocking == 1 && cfg.trace_capacity == 16);
 
+  /* a launcher's variables: visible cores renumber from 0, LOCAL_RANK picks
+   * the first device modulo the count */
+  CHECK(cfg.first_device == 0);
+  setenv("NEURON_RT_VISIBLE_CORES", "1-2", 1);
+  setenv("LOCAL_RANK", "5", 1);
+  CHECK_OK(nrt_config_from_env(&cfg));
+  CHECK(cfg.device_count == 2 && cfg.first_device == 1);
+  setenv("LOCAL_RANK", "not-a-rank", 1); /* the launcher's, not ours: ignored */
+  CHECK_OK(nrt_config_from_env(&cfg));
+  CHECK(cfg.first_device == 0);
+
   static const struct { const char *name, *value; } bad[] = {
       {"TORCHNEURON_DEVICE_COUNT", "0"},      {"TORCHNEURON_DEVICE_COUNT", "65"},
       {"TORCHNEURON_DEVICE_COUNT", "two"},    {"TORCHNEURON_DEVICE_COUNT", ""},
@@ -83,7 +107,8 @@ static void test_config(void) {
       {"TORCHNEURON_NUM_THREADS", "-3"},      {"TORCHNEURON_NUM_THREADS", "1025"},
       {"TORCHNEURON_NUM_THREADS", "many"},    {"TORCHNEURON_LAUNCH_BLOCKING", "yes"},
       {"TORCHNEURON_LAUNCH_BLOCKING", "2"},   {"TORCHNEURON_TRACE_CAPACITY", "15"},
-      {"TORCHNEURON_TRACE_CAPACITY", "1e6"},
+      {"TORCHNEURON_TRACE_CAPACITY", "1e6"},  {"NEURON_RT_VISIBLE_CORES", "2"},
+      {"NEURON_RT_VISIBLE_CORES", "0,0"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) check_rejected(bad[i].name, bad[i].value);
 }
@@ -111,6 +136,7 @@ static void test_init_failure(void) {
 int main(void) {
   test_parse_size();
   test_parse_int();
+  test_parse_core_list();
   test_config();
   test_init_failure();
   return CHECK_SUMMARY();

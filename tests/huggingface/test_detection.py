@@ -13,7 +13,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from conftest import check_python  # noqa: E402
+from conftest import check_python, run_python  # noqa: E402
 
 
 def test_import_torch_alone_engages_hugging_face():
@@ -64,6 +64,22 @@ def test_launcher_rank_picks_the_worker_device():
         print(torch.neuron.current_device(), seen[0], torch.empty(1, device="neuron").device)
     """, env={"LOCAL_RANK": "3"})
     assert out.strip() == "1 1 neuron:1"  # 3 mod the default 2 devices
+
+
+def test_visible_cores_from_accelerate_gpu_ids():
+    # `accelerate launch --gpu_ids 1` exports NEURON_RT_VISIBLE_CORES=1 (the
+    # real runtime's variable): the worker sees one device, numbered 0.
+    out = check_python("""
+        import torch
+        print(torch.neuron.device_count(), torch.neuron.current_device())
+    """, env={"NEURON_RT_VISIBLE_CORES": "1", "LOCAL_RANK": "0"})
+    assert out.strip() == "1 0"
+    # a core the machine lacks: no device (count 0, as cuda's count reads
+    # for a bad CUDA_VISIBLE_DEVICES) and the first use says why
+    proc = run_python("import torch; print(torch.neuron.device_count()); torch.ones(1, device='neuron')",
+                      env={"NEURON_RT_VISIBLE_CORES": "0,5"})
+    assert proc.stdout.strip() == "0"
+    assert proc.returncode != 0 and "NEURON_RT_VISIBLE_CORES" in proc.stderr
 
 
 def test_rng_state_calls():
