@@ -4,7 +4,7 @@ benchmarks can give their figures as a fraction of what the machine can do.
 
 The FMA figure comes from a C loop of independent register-only fused
 multiply-adds in the widest ISA the kernels use (torch_neuronx._C._peak_fma,
-kernels/src/peak_<isa>_fma.c); the copy bandwidth from `dst.copy_(src)` of
+kernels/src/gemm/peak_<isa>_fma.c); the copy bandwidth from `dst.copy_(src)` of
 2^25 float32 (128 MiB each way) on the CPU and on neuron (bytes read + bytes
 written / time).  Best of --repeats (a peak, not a typical figure).  Prints a
 table; asserts nothing.  Usage: python bench/peak.py [--repeats N] [--quick]

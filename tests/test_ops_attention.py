@@ -1,5 +1,5 @@
 """scaled_dot_product_attention on neuron: the fused attention kernel
-(ops_attention.cpp, kernels/src/attention*.c) against torch's CPU SDPA,
+(ops_attention.cpp, kernels/src/attention/attention*.c) against torch's CPU SDPA,
 outputs and q/k/v (and additive-mask) gradients, with the CPU fallback
 forbidden, and the SDPA backend restricted to OVERRIDEABLE so that the math
 composite cannot stand in for the kernel."""

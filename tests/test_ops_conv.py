@@ -1,4 +1,4 @@
-"""Convolution on neuron (ops_conv.cpp, kernels/src/conv.c) against torch CPU:
+"""Convolution on neuron (ops_conv.cpp, kernels/src/conv/conv.c) against torch CPU:
 conv1d/2d/3d and conv_transpose1d/2d/3d with stride/padding/dilation/groups
 (depthwise included), 'same'/'valid' padding, non-contiguous and channels-last
 inputs, empty batches, gradients for input/weight/bias, unfold/fold, and the

@@ -1,4 +1,4 @@
-"""The implicit-GEMM convolution path (kernels/src/conv_implicit.c) against
+"""The implicit-GEMM convolution path (kernels/src/conv/conv_implicit.c) against
 torch CPU, with the path forced on (and off, as a control) through
 TORCHNEURON_CONV_IMPLICIT, which conv.c reads on every call: stride-1
 convolutions in 1-3 dims with padding up to the kernel's extent and beyond

@@ -1,5 +1,5 @@
 """What torch.nn.utils.parametrizations.orthogonal and the transformers MoE
-layers needed (ops_linalg.cpp, kernels/src/linalg.c, ops_tail.cpp's histc):
+layers needed (ops_linalg.cpp, kernels/src/linalg/linalg.c, ops_tail.cpp's histc):
 linalg.matrix_exp (+ its backward, matrix_exp of a block matrix),
 linalg.householder_product (+ householder_product_backward), linalg.solve /
 lu_factor / lu_solve (the "cayley" map; + solve's backward), inv / det /

@@ -1,4 +1,4 @@
-"""The losses on neuron (ops_loss.cpp, kernels/src/loss.c) against torch on
+"""The losses on neuron (ops_loss.cpp, kernels/src/loss/loss.c) against torch on
 the CPU: values and gradients over dtypes, reductions, class weights,
 ignore_index, label smoothing, probability targets, 1-d/2-d/N-d inputs,
 non-contiguous inputs, out= variants and the error paths.  The whole file

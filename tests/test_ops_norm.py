@@ -1,4 +1,4 @@
-"""Normalisation on neuron (ops_norm.cpp, ops_norm_group.cpp, kernels/src/norm.c)
+"""Normalisation on neuron (ops_norm.cpp, ops_norm_group.cpp, kernels/src/norm/norm.c)
 against torch on the CPU: layer_norm, rms_norm, batch_norm (training with
 running stats, eval, no stats), group_norm, instance_norm, local_response_norm
 and the native_* / _native_batch_norm_legit / _batch_norm_with_update ops

@@ -1,4 +1,4 @@
-"""The special functions (kernels/src/special.c, ATen's Math.h ported to C)
+"""The special functions (kernels/src/elementwise/special.c, ATen's Math.h ported to C)
 against torch on the CPU.
 
 Every test runs inside fallback_mode("error"), so a silent CPU fallback fails

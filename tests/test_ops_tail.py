@@ -1,4 +1,4 @@
-"""The long tail on neuron vs the CPU (ops_tail.cpp, kernels/src/tail.c):
+"""The long tail on neuron vs the CPU (ops_tail.cpp, kernels/src/tail/tail.c):
 glu (+ backward), prelu (+ backward), rrelu, renorm, cross/linalg.cross,
 cdist/pdist (+ backward), embedding_bag (+ backward),
 frexp, unfold's backward, channel_shuffle, normal with tensor mean/std,

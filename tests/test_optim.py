@@ -1,4 +1,4 @@
-"""Multi-tensor ops on neuron (ops_optim.cpp, kernels/src/optim.c) against
+"""Multi-tensor ops on neuron (ops_optim.cpp, kernels/src/optim/optim.c) against
 torch on the CPU: the _foreach_* overloads torch.optim, clip_grad_* and
 GradScaler use, the fused Adam/AdamW/SGD/Adagrad steps, the AMP ops, and
 whole optimizers (SGD, Adam, AdamW, RMSprop, Adagrad; foreach and fused)

@@ -71,7 +71,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dtype_convert.h"
+#include "common/dtype_convert.h"
 
 #define NC_MAGIC 0x4e434f4d4d763031ull /* "NCOMMv01" */
 #define NC_MAX_WORLD 1024

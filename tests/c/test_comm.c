@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../kernels/src/dtype_convert.h"
+#include "common/dtype_convert.h"
 #include "check.h"
 #include "neuron_comm.h"
 

@@ -22,7 +22,7 @@
 /* the case tables leave gcase's trailing fields (addend) zero on purpose */
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 
-/* kernels/src/gemm.h: the entries other kernels call */
+/* kernels/src/gemm/gemm.h: the entries other kernels call */
 int nk_gemm_operands(nrt_exec_ctx *ctx, const nrt_operand ops[3], nk_scalar alpha, nk_scalar beta);
 typedef struct nk_gemm_indirect {
   const int64_t *b_rows, *b_cols;

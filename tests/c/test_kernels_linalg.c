@@ -3,7 +3,7 @@
  * checked by residual, singular info, broadcast (stride-0) factors, and
  * validation (bad pivots, shapes, dtypes).
  *
- * NK_KERNEL_ORGQR (kernels/src/linalg.c) against a reference written here:
+ * NK_KERNEL_ORGQR (kernels/src/linalg/linalg.c) against a reference written here:
  * the product H_0 H_1 ... H_{k-1} formed explicitly in double (each
  * H_j = I - tau_j v_j v_j^T as a full m x m matrix), its first n columns.
  * float32/float64, batched, column-major (what ATen hands over), row-major

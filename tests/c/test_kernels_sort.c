@@ -6,7 +6,7 @@
  * validation errors. */
 #define _POSIX_C_SOURCE 200809L
 #include "test_kernels_util.h"
-#include "../../kernels/src/sort_keys.h" /* the heapsort stage, tested directly */
+#include "sort/sort_keys.h" /* the heapsort stage, tested directly */
 
 /* ------------------------------------------------------------ reference */
 

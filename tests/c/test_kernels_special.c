@@ -1,5 +1,5 @@
 /* The special functions of NK_KERNEL_UNARY and NK_KERNEL_POINTWISE
- * (kernels/src/special.c): every op against values known to double
+ * (kernels/src/elementwise/special.c): every op against values known to double
  * precision (closed forms, tabulated values), float32 against the kernel's
  * own float64 (the same algorithm in double) over wide sweeps, float16 and
  * bfloat16 as the float32 result rounded once, the edges (NaN, +-inf, 0,

@@ -18,7 +18,7 @@ namespace torch_neuronx {
 void bind_profiler(pybind11::module& m);  // profiler.cpp
 }
 
-// kernels/src/gemm.h: the FMA peak probe behind _peak_fma (bench/peak.py).
+// kernels/src/gemm/gemm.h: the FMA peak probe behind _peak_fma (bench/peak.py).
 extern "C" int64_t nk_peak_fma(int64_t iters, int f64, int threads);
 
 namespace torch_neuronx {
@@ -81,7 +81,7 @@ PYBIND11_MODULE(_C, m) {
   }, py::arg("device"));
   m.def("_device_properties", &device_properties, py::arg("device"));
   m.def("_is_launch_blocking", [] { return nrt_launch_blocking() != 0; });
-  // bench/peak.py: the FMA peak probe (kernels/src/gemm.c), without the GIL.
+  // bench/peak.py: the FMA peak probe (kernels/src/gemm/gemm.c), without the GIL.
   m.def("_peak_fma", [](int64_t iters, bool f64, int threads) {
     py::gil_scoped_release no_gil;
     return nk_peak_fma(iters, f64 ? 1 : 0, threads);

@@ -22,7 +22,7 @@
 //    inputs run on the CPU (the device has no complex dtype).
 //  - linalg_householder_product: ATen's function is device-generic (checks,
 //    a batched column-major copy, orgqr_stub), so it is registered as is and
-//    the stub runs NK_KERNEL_ORGQR (kernels/src/linalg.c).  Complex inputs
+//    the stub runs NK_KERNEL_ORGQR (kernels/src/linalg/linalg.c).  Complex inputs
 //    run on the CPU; float16/bfloat16 raise like the CPU (LAPACK has none).
 //  - linalg.solve / lu_factor / lu_solve (orthogonal's "cayley" map, and
 //    linalg_solve's backward): ATen's structured _linalg_solve_ex,

@@ -1,6 +1,6 @@
 // ops_norm.cpp — normalisation on neuron: layer norm, RMS norm, batch norm,
 // group norm, forward and backward (NK_KERNEL_NORM, NK_KERNEL_NORM_BACKWARD;
-// the math and its decisions are in kernels/src/norm.c).
+// the math and its decisions are in kernels/src/norm/norm.c).
 //
 // ATen's CPU and CUDA implementations of native_layer_norm, _fused_rms_norm
 // and the batch-norm family are device specific, so each gets a function

@@ -3,7 +3,7 @@
 // outputs, mixed dtypes) that calls the GroupNormKernel /
 // GroupNormBackwardKernel stubs, so those functions are registered as they
 // are and the stubs' PrivateUse1 slots launch NK_KERNEL_NORM(_BACKWARD) with
-// rows of (sample, group) (see ops_norm.cpp, kernels/src/norm.c).  On a
+// rows of (sample, group) (see ops_norm.cpp, kernels/src/norm/norm.c).  On a
 // device other than the CPU they hand the stubs contiguous tensors.
 #include <ATen/ATen.h>
 #include <ATen/native/group_norm.h>

@@ -6,7 +6,7 @@
 //
 // How:
 //  - A whole list is ONE launch of NK_KERNEL_FOREACH / NK_KERNEL_FUSED_OPTIM
-//    (kernels/src/optim.c).  A task has at most NRT_MAX_OPERANDS (8) operand
+//    (kernels/src/optim/optim.c).  A task has at most NRT_MAX_OPERANDS (8) operand
 //    descriptors, so the tensors travel as a table of nk_tensor_set rows in
 //    pinned host memory from the PrivateUse1 CachingHostAllocator; after the
 //    launch an event is recorded for the block (record_event), so the

@@ -1,0 +1,440 @@
+/* conv_implicit.c — stride-1 convolution as implicit GEMMs: no col matrix.
+ *
+ * Why: conv.c's im2col writes a col matrix kprod times the input's size and
+ * the GEMM packs it back.  With few output channels (16 or 32, the small
+ * ResNet's layers) each col element feeds only that many multiply-adds and
+ * the copy costs more than the products: 0.15-0.35x ATen's CPU forward.
+ *
+ * How: the input of a chunk of samples is copied once into a zero-padded
+ * buffer xp, one region per channel holding the samples one after another
+ * on a grid of period P = in + p per dim (the input at i + p): a sample's
+ * bottom padding is the next one's top padding, a row's right padding the
+ * next row's left padding, since both are zeros.  Output positions are
+ * numbered over that same grid, q = ((b * P0 + o0) * P1 + o1) * P2 + o2.
+ * With stride 1, the col matrix's row (c, tap) is then xp[c] shifted by the
+ * tap: col[(c, t)][q] = xp[c][q + off(t)], off(t) = (t0 d0 P1 + t1 d1) P2
+ * + t2 d2 (a read past a row's end lands in the next row's left padding,
+ * which is what the padded input holds there).  The GEMM reads that
+ * through a table of row offsets (nk_gemm_operands_indirect), unpacked.
+ * Positions past a row's (or plane's) last valid output are garbage and
+ * dropped: the price is 1 - out / P of the columns (12% at 16x16 with
+ * padding 1, 4% at 56x56); conv.c sends a convolution here where that
+ * costs less than the col matrix (implicit_pays).  The grid needs out <=
+ * P, i.e. padding at most the kernel's extent (k - 1) d; larger paddings
+ * stay with im2col.
+ *  - forward: ys (Og, Q) = w_g (Og, CK) @ col, then y <- ys (+ bias).
+ *  - weight gradient: acc (Og, CK) += dys (Og, Q) @ col^T, where dys holds
+ *    dy at valid positions and exact zeros elsewhere, so garbage columns add
+ *    nothing -- unless the input holds inf or NaN (0 * inf is NaN), so such
+ *    inputs are left to im2col (the padded copy checks for them).
+ *  - input gradient: with stride 1 it is the forward convolution of dy,
+ *    padded by (K - 1) d - p, with the weight flipped and transposed,
+ *    dx[c] = sum_o w[o, c, K - 1 - t] * dy_pad[o][. + t d], so it runs the
+ *    forward routine on that problem (padding p > (K - 1) d is left to
+ *    im2col).
+ * Every product sums in the GEMM's fixed k-block order: results depend on
+ * the shapes only, never on the thread count. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "conv/conv.h"
+#include "common/dtype_convert.h"
+#include "gemm/gemm.h"
+#include "common/kernel_entries.h"
+#include "common/nd_iter.h"
+
+/* Elements of padded input plus output buffer per chunk (16 MiB float32). */
+#define NK_IMPLICIT_CAP ((int64_t)1 << 22)
+
+/* One implicit product: an input (cin channels) padded by p, taps k with
+ * dilation d, output (cout channels) of size out = in + 2p - (k - 1) d. */
+typedef struct igeom {
+  int64_t in[3], out[3], k[3], d[3], p[3], pd[3]; /* pd: the grid's period, in + p */
+  int64_t cin, cout, kprod, ck;
+  int64_t plane;   /* pd[0] * pd[1] * pd[2]: one sample's share of the grid */
+  int64_t nb;      /* samples per chunk */
+} igeom;
+
+/* Columns of a chunk of nb samples: up to its last valid output. */
+static int64_t chunk_columns(const igeom *ig, int64_t nb) {
+  return ((nb - 1) * ig->pd[0] + ig->out[0] - 1) * ig->pd[1] * ig->pd[2] +
+         (ig->out[1] - 1) * ig->pd[2] + ig->out[2];
+}
+
+/* Elements of a channel's region of xp for nb samples: the last column's
+ * farthest tap, and at least the samples themselves. */
+static int64_t channel_region(const igeom *ig, int64_t nb) {
+  const int64_t far = chunk_columns(ig, nb) +
+                      ((ig->k[0] - 1) * ig->d[0] * ig->pd[1] + (ig->k[1] - 1) * ig->d[1]) * ig->pd[2] +
+                      (ig->k[2] - 1) * ig->d[2];
+  return far > nb * ig->plane ? far : nb * ig->plane;
+}
+
+static int igeom_make(igeom *ig, const int64_t in[3], const int64_t k[3], const int64_t d[3],
+                      const int64_t p[3], int64_t cin, int64_t cout, int64_t n) {
+  memset(ig, 0, sizeof *ig);
+  ig->plane = 1;
+  for (int i = 0; i < 3; i++) {
+    ig->in[i] = in[i];
+    ig->k[i] = k[i];
+    ig->d[i] = d[i];
+    ig->p[i] = p[i];
+    ig->pd[i] = in[i] + p[i];
+    ig->out[i] = in[i] + 2 * p[i] - (k[i] - 1) * d[i];
+    if (ig->out[i] < 1 || ig->out[i] > ig->pd[i]) return 0;
+    ig->plane *= ig->pd[i];
+  }
+  ig->cin = cin;
+  ig->cout = cout;
+  ig->kprod = k[0] * k[1] * k[2];
+  ig->ck = cin * ig->kprod;
+  const int64_t per = (cin + cout) * ig->plane;
+  ig->nb = NK_IMPLICIT_CAP / (per ? per : 1);
+  if (ig->nb < 1) ig->nb = 1;
+  if (ig->nb > n) ig->nb = n;
+  return 1;
+}
+
+/* Byte offsets of the col matrix's rows (c, t) in xp. */
+static void tap_offsets(const igeom *ig, int64_t nb, int64_t ces, int64_t *off) {
+  const int64_t cplane = channel_region(ig, nb);
+  int64_t r = 0;
+  for (int64_t c = 0; c < ig->cin; c++)
+    for (int64_t t0 = 0; t0 < ig->k[0]; t0++)
+      for (int64_t t1 = 0; t1 < ig->k[1]; t1++)
+        for (int64_t t2 = 0; t2 < ig->k[2]; t2++, r++)
+          off[r] = (c * cplane + (t0 * ig->d[0] * ig->pd[1] + t1 * ig->d[1]) * ig->pd[2] +
+                    t2 * ig->d[2]) * ces;
+}
+
+/* A source or destination: sample n, channel c, spatial (i0, i1, i2) at
+ * data + n * sa + c * sb + i0 * sp[0] + i1 * sp[1] + i2 * sp[2]. */
+typedef struct side {
+  char *data;
+  int64_t sa, sb, sp[3];
+} side;
+
+typedef struct ijob {
+  const igeom *ig;
+  nrt_dtype xt;        /* xp's (and src's) type: the operand type */
+  int64_t xes;         /* its size */
+  int64_t ces, n0, nb, q, region; /* ces: ys's (and dst's) element size; region: channel_region(nb) */
+  side src;            /* padded into xp */
+  char *xp;
+  int nonfinite;       /* set (racy, monotone) when xp got inf or NaN */
+  side dst;            /* ys scattered to / dy gathered from */
+  char *ys;            /* (cout, q): output rows */
+  const char *bias;    /* per output channel, bias_stride apart, or NULL */
+  int64_t bias_stride;
+  int check_finite;
+} ijob;
+
+/* Unit (c, b): sample n0 + b's share of channel c's region of xp <- the
+ * sample's channel, zeros around it (the last sample's unit also zeroes the
+ * region's tail). */
+static void pad_task(void *arg, int64_t begin, int64_t end, int worker) {
+  (void)worker;
+  ijob *j = arg;
+  const igeom *ig = j->ig;
+  const int64_t ces = j->xes;
+  int bad = 0;
+  for (int64_t u = begin; u < end; u++) {
+    const int64_t c = u / j->nb, b = u % j->nb;
+    char *dst = j->xp + (c * j->region + b * ig->plane) * ces;
+    const int64_t span = b == j->nb - 1 ? j->region - b * ig->plane : ig->plane;
+    memset(dst, 0, (size_t)(span * ces));
+    const char *src = j->src.data + (j->n0 + b) * j->src.sa + c * j->src.sb;
+    for (int64_t i0 = 0; i0 < ig->in[0]; i0++)
+      for (int64_t i1 = 0; i1 < ig->in[1]; i1++) {
+        const char *s = src + i0 * j->src.sp[0] + i1 * j->src.sp[1];
+        char *d = dst + (((i0 + ig->p[0]) * ig->pd[1] + i1 + ig->p[1]) * ig->pd[2] + ig->p[2]) * ces;
+        const int64_t n = ig->in[2], ss = j->src.sp[2];
+        if (ss == ces) memcpy(d, s, (size_t)(n * ces));
+        else for (int64_t i = 0; i < n; i++) memcpy(d + i * ces, s + i * ss, (size_t)ces);
+        if (j->check_finite) {
+          /* x * 0 is 0 for finite x and NaN otherwise */
+          if (j->xt == NRT_FLOAT64) {
+            double z = 0;
+            for (int64_t i = 0; i < n; i++) z += nk_read_f64(d + i * ces) * 0.0;
+            bad |= z != 0;
+          } else if (j->xt == NRT_BFLOAT16) {
+            float z = 0;
+            for (int64_t i = 0; i < n; i++) z += nk_bf16_to_f32(nk_read_u16(d + i * ces)) * 0.0f;
+            bad |= z != 0;
+          } else {
+            float z = 0;
+            for (int64_t i = 0; i < n; i++) z += nk_read_f32(d + i * ces) * 0.0f;
+            bad |= z != 0;
+          }
+        }
+      }
+  }
+  if (bad) __atomic_store_n(&j->nonfinite, 1, __ATOMIC_RELAXED);
+}
+
+/* Position q of output (b, o0, o1, 0). */
+static int64_t out_row_q(const igeom *ig, int64_t b, int64_t o0, int64_t o1) {
+  return ((b * ig->pd[0] + o0) * ig->pd[1] + o1) * ig->pd[2];
+}
+
+/* Moves output channel o of sample b between its row of ys (the padded
+ * grid's positions) and y (dst), output row by output row: to_y scatters
+ * (adding the bias when there is one), else gathers. */
+static void move_rows(const ijob *j, int64_t o, int64_t b, int to_y) {
+  const igeom *ig = j->ig;
+  const int64_t ces = j->ces, n = ig->out[2], ds = j->dst.sp[2];
+  char *row = j->ys + o * j->q * ces;
+  char *y = j->dst.data + (j->n0 + b) * j->dst.sa + o * j->dst.sb;
+  for (int64_t o0 = 0; o0 < ig->out[0]; o0++)
+    for (int64_t o1 = 0; o1 < ig->out[1]; o1++) {
+      char *g = row + out_row_q(ig, b, o0, o1) * ces;
+      char *t = y + o0 * j->dst.sp[0] + o1 * j->dst.sp[1];
+      if (to_y && j->bias && ces == 8) {
+        const double bv = nk_read_f64(j->bias + o * j->bias_stride);
+        for (int64_t i = 0; i < n; i++) nk_write_f64(t + i * ds, nk_read_f64(g + i * ces) + bv);
+      } else if (to_y && j->bias) {
+        const float bv = nk_read_f32(j->bias + o * j->bias_stride);
+        for (int64_t i = 0; i < n; i++) nk_write_f32(t + i * ds, nk_read_f32(g + i * ces) + bv);
+      } else if (ds == ces) {
+        memcpy(to_y ? t : g, to_y ? g : t, (size_t)(n * ces));
+      } else {
+        for (int64_t i = 0; i < n; i++)
+          memcpy(to_y ? t + i * ds : g + i * ces, to_y ? g + i * ces : t + i * ds, (size_t)ces);
+      }
+    }
+}
+
+/* Unit (o, b): y[n0 + b, o] <- ys[o] at b's valid positions (+ bias). */
+static void scatter_task(void *arg, int64_t begin, int64_t end, int worker) {
+  (void)worker;
+  const ijob *j = arg;
+  for (int64_t u = begin; u < end; u++) move_rows(j, u / j->nb, u % j->nb, 1);
+}
+
+/* Unit (o, b): ys[o] at b's positions <- dy[n0 + b, o], zeros elsewhere. */
+static void gather_task(void *arg, int64_t begin, int64_t end, int worker) {
+  (void)worker;
+  const ijob *j = arg;
+  const igeom *ig = j->ig;
+  for (int64_t u = begin; u < end; u++) {
+    const int64_t o = u / j->nb, b = u % j->nb;
+    const int64_t q0 = b * ig->plane, q1 = (b + 1) * ig->plane < j->q ? (b + 1) * ig->plane : j->q;
+    memset(j->ys + (o * j->q + q0) * j->ces, 0, (size_t)((q1 - q0) * j->ces));
+    move_rows(j, o, b, 0);
+  }
+}
+
+/* Pads samples [n0, n0 + nb) of src into xp (parallel). */
+static void pad_chunk(ijob *j) {
+  const int64_t work = j->ig->plane, grain = work >= 16384 ? 1 : 16384 / (work ? work : 1);
+  nk_parallel_for(j->ig->cin * j->nb, grain, pad_task, j);
+}
+
+static void rows_chunk(ijob *j, void (*task)(void *, int64_t, int64_t, int)) {
+  const int64_t work = j->ig->plane, grain = work >= 16384 ? 1 : 16384 / (work ? work : 1);
+  nk_parallel_for(j->ig->cout * j->nb, grain, task, j);
+}
+
+/* y = conv(x) (+ bias) for every sample: w is (cout, ck) with row stride
+ * wrs and k stride wks; x and w in the operand type ot, y (and ys, the
+ * GEMM's output) and the bias in ct. */
+static int implicit_forward(nrt_exec_ctx *ctx, const igeom *ig, nrt_dtype ct, nrt_dtype ot, int64_t n,
+                            side x, const char *w, int64_t wrs, int64_t wks, side y, const char *bias,
+                            int64_t bias_stride) {
+  const int64_t ces = (int64_t)nk_dtype_size(ct), oes = (int64_t)nk_dtype_size(ot);
+  int rc = -1;
+  /* xp ends in the slack the GEMM's unpacked B may read (gemm.h) */
+  const int64_t xp_elems = ig->cin * channel_region(ig, ig->nb);
+  char *xp = malloc((size_t)((xp_elems + NK_GEMM_ROWS_SLACK) * oes));
+  char *ys = malloc((size_t)(ig->cout * chunk_columns(ig, ig->nb) * ces + ces));
+  int64_t *off = malloc((size_t)(ig->ck + 1) * sizeof *off);
+  if (!xp || !ys || !off) {
+    nrt_exec_fail(ctx, "conv: out of host memory for an implicit-GEMM chunk");
+    goto done;
+  }
+  memset(xp + xp_elems * oes, 0, (size_t)(NK_GEMM_ROWS_SLACK * oes));
+  for (int64_t n0 = 0; n0 < n; n0 += ig->nb) {
+    const int64_t nb = n - n0 < ig->nb ? n - n0 : ig->nb, q = chunk_columns(ig, nb);
+    ijob j = {ig, ot, oes, ces, n0, nb, q, channel_region(ig, nb), x, xp, 0, y, ys, bias, bias_stride, 0};
+    pad_chunk(&j);
+    tap_offsets(ig, nb, oes, off);
+    const nrt_operand ops[3] = {mat3(ys, ct, 1, ig->cout, q, 0, q * ces, ces),
+                                mat3((char *)w, ot, 1, ig->cout, ig->ck, 0, wrs, wks),
+                                mat3(xp, ot, 1, ig->ck, q, 0, 0, oes)};
+    const nk_gemm_indirect ind = {off, NULL};
+    if (nk_gemm_operands_indirect(ctx, ops, (nk_scalar){1.0, 1}, (nk_scalar){0.0, 0}, &ind)) goto done;
+    rows_chunk(&j, scatter_task);
+  }
+  rc = 1;
+done:
+  free(xp);
+  free(ys);
+  free(off);
+  return rc;
+}
+
+typedef struct dots_job {
+  const char *dys;
+  int64_t q;
+  const char *xp;
+  const int64_t *off;
+  const float *zeros;
+  int64_t og, ck;
+  float *acc;
+} dots_job;
+
+static void dots_task(void *arg, int64_t begin, int64_t end, int worker) {
+  (void)worker;
+  const dots_job *d = arg;
+  nk_conv_dw_dots_avx512_f32((const float *)(const void *)d->dys, d->q, d->xp, d->off, d->zeros,
+                             d->q, d->og, d->ck, d->acc, begin, end);
+}
+
+/* acc (cout, ck, contiguous, ct) += dy (cout channels) x col(x)^T over
+ * every sample, x and dy in the operand type ot (so are xp and ys, the
+ * gathered dy); 0 (acc unspecified) when x holds inf or NaN. */
+static int implicit_weight_grad(nrt_exec_ctx *ctx, const igeom *ig, nrt_dtype ct, nrt_dtype ot,
+                                int64_t n, side x, side dy, char *acc) {
+  const int64_t ces = (int64_t)nk_dtype_size(ct), oes = (int64_t)nk_dtype_size(ot);
+  int rc = -1;
+  char *xp = malloc((size_t)(ig->cin * channel_region(ig, ig->nb) * oes + oes));
+  char *ys = malloc((size_t)(ig->cout * chunk_columns(ig, ig->nb) * oes + oes));
+  int64_t *off = malloc((size_t)(ig->ck + 1) * sizeof *off);
+  /* Few output channels on AVX-512: dot products, no packing (see
+   * conv_dw_avx512_f32.c); zeros is their padding row.  float32 operands
+   * only (bfloat16 ones take the dot-product GEMM). */
+  const int dots = ot == NRT_FLOAT32 && ig->cout <= 32 && nk_cpu_isa() == NK_ISA_AVX512;
+  float *zeros = dots ? calloc((size_t)(chunk_columns(ig, ig->nb) + 16), sizeof(float)) : NULL;
+  if (!xp || !ys || !off || (dots && !zeros)) {
+    nrt_exec_fail(ctx, "conv: out of host memory for an implicit-GEMM chunk");
+    goto done;
+  }
+  for (int64_t n0 = 0; n0 < n; n0 += ig->nb) {
+    const int64_t nb = n - n0 < ig->nb ? n - n0 : ig->nb, q = chunk_columns(ig, nb);
+    ijob j = {ig, ot, oes, oes, n0, nb, q, channel_region(ig, nb), x, xp, 0, dy, ys, NULL, 0, 1};
+    pad_chunk(&j);
+    if (j.nonfinite) {
+      rc = 0;
+      goto done;
+    }
+    rows_chunk(&j, gather_task);
+    tap_offsets(ig, nb, oes, off);
+    if (zeros) {
+      dots_job dj = {ys, q, xp, off, zeros, ig->cout, ig->ck, (float *)(void *)acc};
+      const int64_t tiles = (ig->cout + NK_CONV_DW_TILE_O - 1) / NK_CONV_DW_TILE_O *
+                            ((ig->ck + NK_CONV_DW_TILE_R - 1) / NK_CONV_DW_TILE_R);
+      nk_parallel_for(tiles, 1, dots_task, &dj);
+      continue;
+    }
+    const nrt_operand ops[3] = {mat3(acc, ct, 1, ig->cout, ig->ck, 0, ig->ck * ces, ces),
+                                mat3(ys, ot, 1, ig->cout, q, 0, q * oes, oes),
+                                mat3(xp, ot, 1, q, ig->ck, 0, oes, 0)};
+    const nk_gemm_indirect ind = {NULL, off};
+    if (nk_gemm_operands_indirect(ctx, ops, (nk_scalar){1.0, 1}, (nk_scalar){1.0, 1}, &ind)) goto done;
+  }
+  rc = 1;
+done:
+  free(xp);
+  free(ys);
+  free(off);
+  free(zeros);
+  return rc;
+}
+
+static side side_of(const cview *v, int64_t channel0) {
+  side s = {v->data + channel0 * v->sb, v->sa, v->sb, {v->sp[0], v->sp[1], v->sp[2]}};
+  return s;
+}
+
+int nk_conv_implicit(nrt_exec_ctx *ctx, int mode, const conv_geom *g, nrt_dtype ct, nrt_dtype ot,
+                     const cview *x, const cview *w, const cview *y, const cview *b) {
+  for (int i = 0; i < 3; i++)
+    if (g->s[i] != 1) return 0;
+  if (g->n == 0 || g->lprod == 0) return 0;
+  const int64_t ces = (int64_t)nk_dtype_size(ct), oes = (int64_t)nk_dtype_size(ot);
+  /* the weight as (O, CK) rows: conv.c's views flatten (C/g, K...) */
+  const int64_t wks = g->kprod > 1 ? w->sl : w->sb;
+  igeom ig;
+  if (mode == NK_CONV_FORWARD) {
+    if (!igeom_make(&ig, g->in, g->k, g->d, g->p, g->cg, g->og, g->n)) return 0;
+    for (int64_t grp = 0; grp < g->groups; grp++) {
+      const int rc = implicit_forward(ctx, &ig, ct, ot, g->n, side_of(x, grp * g->cg),
+                                      w->data + grp * g->og * w->sa, w->sa, wks,
+                                      side_of(y, grp * g->og),
+                                      b && b->data ? b->data + grp * g->og * b->sa : NULL, b ? b->sa : 0);
+      if (rc != 1) return rc;
+    }
+    return 1;
+  }
+  if (mode == NK_CONV_BACKWARD_WEIGHT) {
+    if (!igeom_make(&ig, g->in, g->k, g->d, g->p, g->cg, g->og, g->n)) return 0;
+    char *acc = calloc((size_t)(g->og * g->ck + 1), (size_t)ces);
+    if (!acc) {
+      nrt_exec_fail(ctx, "conv: out of host memory for the weight-gradient accumulator");
+      return -1;
+    }
+    for (int64_t grp = 0; grp < g->groups; grp++) {
+      if (grp) memset(acc, 0, (size_t)(g->og * g->ck * ces));
+      const int rc = implicit_weight_grad(ctx, &ig, ct, ot, g->n, side_of(x, grp * g->cg),
+                                          side_of(y, grp * g->og), acc);
+      if (rc != 1) {
+        free(acc);
+        return rc;
+      }
+      /* dw[grp * og + o][c][t] <- acc[o][c * kprod + t]: whole rows where
+       * dw's (C/g, K...) are one run */
+      const int rows = wks == ces && w->sb == g->kprod * ces;
+      for (int64_t o = 0; o < g->og; o++) {
+        if (rows) {
+          memcpy(w->data + (grp * g->og + o) * w->sa, acc + o * g->ck * ces, (size_t)(g->ck * ces));
+          continue;
+        }
+        for (int64_t r = 0; r < g->ck; r++)
+          memcpy(w->data + (grp * g->og + o) * w->sa + (r / g->kprod) * w->sb + (r % g->kprod) * wks,
+                 acc + (o * g->ck + r) * ces, (size_t)ces);
+      }
+    }
+    free(acc);
+    return 1;
+  }
+  if (mode != NK_CONV_BACKWARD_INPUT) return 0;
+  /* dx = conv(dy padded by (K - 1) d - p, w flipped and transposed) */
+  int64_t pp[3];
+  for (int i = 0; i < 3; i++) {
+    pp[i] = (g->k[i] - 1) * g->d[i] - g->p[i];
+    if (pp[i] < 0) return 0;
+  }
+  if (!igeom_make(&ig, g->out, g->k, g->d, pp, g->og, g->cg, g->n)) return 0;
+  if (ig.out[0] != g->in[0] || ig.out[1] != g->in[1] || ig.out[2] != g->in[2]) return 0;
+  char *wt = malloc((size_t)(g->cg * g->og * g->kprod * oes + oes));
+  if (!wt) {
+    nrt_exec_fail(ctx, "conv: out of host memory for a transposed weight");
+    return -1;
+  }
+  int rc = 1;
+  for (int64_t grp = 0; grp < g->groups && rc == 1; grp++) {
+    /* wt[c][o * kprod + t] = w[grp * og + o][c][kprod - 1 - t], in blocks
+     * of 32 o: each block's w rows stay in L1 while c walks them, and the
+     * block's part of wt row c is written in order (o-outer order had
+     * strided writes: at 512 x 512 channels the transpose cost as much as
+     * the product) */
+    for (int64_t ob = 0; ob < g->og; ob += 32) {
+      const int64_t oe = ob + 32 < g->og ? ob + 32 : g->og;
+      for (int64_t c = 0; c < g->cg; c++)
+        for (int64_t o = ob; o < oe; o++) {
+          const char *src = w->data + (grp * g->og + o) * w->sa + c * w->sb;
+          char *dst = wt + ((c * g->og + o) * g->kprod + g->kprod - 1) * oes;
+          if (oes == 4)
+            for (int64_t t = 0; t < g->kprod; t++) nk_write_f32(dst - t * 4, nk_read_f32(src + t * wks));
+          else if (oes == 2)
+            for (int64_t t = 0; t < g->kprod; t++) memcpy(dst - t * 2, src + t * wks, 2);
+          else
+            for (int64_t t = 0; t < g->kprod; t++) nk_write_f64(dst - t * 8, nk_read_f64(src + t * wks));
+        }
+    }
+    rc = implicit_forward(ctx, &ig, ct, ot, g->n, side_of(y, grp * g->og), wt, g->og * g->kprod * oes,
+                          oes, side_of(x, grp * g->cg), NULL, 0);
+  }
+  free(wt);
+  return rc;
+}

@@ -1,0 +1,18 @@
+/* binary_avx2_f32.c — float32, AVX2+FMA binary loops, 8 lanes, 4x unrolled.
+ * Compiled with -mavx2 -mfma (kernels/CMakeLists.txt); called only when
+ * nk_cpu_isa() allows it.  The loop itself is binary_simd_loop.h. */
+#define NK_VEC __m256
+#define NK_SCALAR float
+#define NK_LANES 8
+#define NK_SET1(x) _mm256_set1_ps(x)
+#define NK_LOADU(p) _mm256_loadu_ps(p)
+#define NK_STOREU(p, v) _mm256_storeu_ps(p, v)
+#define NK_STREAM(p, v) _mm256_stream_ps(p, v)
+#define NK_ADD(a, b) _mm256_add_ps(a, b)
+#define NK_MUL(a, b) _mm256_mul_ps(a, b)
+#define NK_DIV(a, b) _mm256_div_ps(a, b)
+#define NK_FMADD(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define NK_SCALAR_OP nk_binop_f32
+#define NK_ALPHA f32
+#define NK_ENTRY nk_binary_avx2_f32
+#include "elementwise/binary_simd_loop.h"

@@ -1,0 +1,18 @@
+/* binary_avx512_f32.c — float32, AVX-512F binary loops, 16 lanes, 4x unrolled.
+ * Compiled with -mavx512f (kernels/CMakeLists.txt); called only when
+ * nk_cpu_isa() allows it.  The loop itself is binary_simd_loop.h. */
+#define NK_VEC __m512
+#define NK_SCALAR float
+#define NK_LANES 16
+#define NK_SET1(x) _mm512_set1_ps(x)
+#define NK_LOADU(p) _mm512_loadu_ps(p)
+#define NK_STOREU(p, v) _mm512_storeu_ps(p, v)
+#define NK_STREAM(p, v) _mm512_stream_ps(p, v)
+#define NK_ADD(a, b) _mm512_add_ps(a, b)
+#define NK_MUL(a, b) _mm512_mul_ps(a, b)
+#define NK_DIV(a, b) _mm512_div_ps(a, b)
+#define NK_FMADD(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define NK_SCALAR_OP nk_binop_f32
+#define NK_ALPHA f32
+#define NK_ENTRY nk_binary_avx512_f32
+#include "elementwise/binary_simd_loop.h"

@@ -1,0 +1,56 @@
+/* fill.c — NK_KERNEL_FILL: out <- value, any dtype and strides.
+ * The value is converted once into the out dtype's bytes (floating dtypes
+ * take value.f, the others value.i); each row then replicates that
+ * pattern, with a constant element size so the stores vectorise. */
+#include <string.h>
+
+#include "common/dtype_convert.h"
+#include "common/kernel_entries.h"
+#include "common/nd_iter.h"
+#include "neuron_kernels.h"
+#include "common/validate.h"
+
+typedef struct fill_plan {
+  size_t size;
+  unsigned char pattern[8];
+} fill_plan;
+
+/* The pattern goes into a local of the element's width first: stores
+ * through char * may alias the plan, so reading the pattern in the loop
+ * would reload it per element and never vectorise. */
+#define NK_FILL_ROW(T)                                                  \
+  do {                                                                  \
+    T v;                                                                \
+    memcpy(&v, p->pattern, sizeof v);                                   \
+    char *o = data[0];                                                  \
+    if (s[0] == (int64_t)sizeof v)                                      \
+      for (int64_t i = 0; i < n; i++) memcpy(o + i * (int64_t)sizeof v, &v, sizeof v); \
+    else                                                                \
+      for (int64_t i = 0; i < n; i++) memcpy(o + i * s[0], &v, sizeof v); \
+  } while (0)
+
+static void fill_loop(void *ctx, int64_t n, char *const *data, const int64_t *s) {
+  const fill_plan *p = ctx;
+  switch (p->size) {
+  case 1:
+    if (s[0] == 1) memset(data[0], p->pattern[0], (size_t)n);
+    else NK_FILL_ROW(uint8_t);
+    break;
+  case 2: NK_FILL_ROW(uint16_t); break;
+  case 4: NK_FILL_ROW(uint32_t); break;
+  default: NK_FILL_ROW(uint64_t); break;
+  }
+}
+
+int nk_fill_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
+  if (nk_check_operands(task, ctx, "fill", 1)) return -1;
+  const nk_fill_params *prm = (const nk_fill_params *)task->params;
+  nrt_dtype t = (nrt_dtype)task->operands[0].dtype;
+  fill_plan plan = {nk_dtype_size(t), {0}};
+  if (nk_dtype_is_floating(t))
+    nk_store_f64(t, plan.pattern, prm->value.f);
+  else
+    nk_store_i64(t, plan.pattern, prm->value.i);
+  nk_for_each(task->operands, 1, fill_loop, &plan);
+  return 0;
+}

@@ -1,0 +1,42 @@
+/* unary_simd.h — the vectorised float32 loops of the unary kernel.
+ *
+ * A vector loop takes one contiguous float32 row (out and x may be the same
+ * memory) and returns false, touching nothing, when the op has no vector
+ * body; the scalar loop then runs it.  The vector bodies compute what the
+ * scalar code does to within the float32 tolerances (a polynomial exp/tanh,
+ * rational erf) and are checked against it in the tests. */
+#ifndef NK_UNARY_SIMD_H
+#define NK_UNARY_SIMD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "neuron_kernels.h"
+#include "elementwise/unary_ops.h"
+
+typedef bool (*nk_unary_vec_fn)(nk_unary_op op, int64_t n, float *out, const float *x,
+                                const nk_uprm *p);
+
+bool nk_unary_avx2_f32(nk_unary_op op, int64_t n, float *out, const float *x, const nk_uprm *p);
+bool nk_unary_avx512_f32(nk_unary_op op, int64_t n, float *out, const float *x, const nk_uprm *p);
+
+/* the backward kernel's: out <- op(a, b), all contiguous float32 */
+typedef bool (*nk_unary_bw_vec_fn)(nk_unary_backward_op op, int64_t n, float *out, const float *a,
+                                   const float *b, const nk_uprm *p);
+bool nk_unary_bw_avx2_f32(nk_unary_backward_op op, int64_t n, float *out, const float *a,
+                          const float *b, const nk_uprm *p);
+bool nk_unary_bw_avx512_f32(nk_unary_backward_op op, int64_t n, float *out, const float *a,
+                            const float *b, const nk_uprm *p);
+
+/* the loop for this CPU (NULL: portable C only) */
+static inline nk_unary_vec_fn nk_unary_pick_vec(void) {
+  const nk_isa isa = nk_cpu_isa();
+  return isa == NK_ISA_AVX512 ? nk_unary_avx512_f32 : isa == NK_ISA_AVX2 ? nk_unary_avx2_f32 : NULL;
+}
+
+static inline nk_unary_bw_vec_fn nk_unary_bw_pick_vec(void) {
+  const nk_isa isa = nk_cpu_isa();
+  return isa == NK_ISA_AVX512 ? nk_unary_bw_avx512_f32 : isa == NK_ISA_AVX2 ? nk_unary_bw_avx2_f32 : NULL;
+}
+
+#endif /* NK_UNARY_SIMD_H */

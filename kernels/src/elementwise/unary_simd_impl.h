@@ -1,0 +1,168 @@
+/* unary_simd_impl.h — the float32 vector bodies of the hottest unary ops,
+ * written once over a vector width (unary_<isa>_f32.c define the vector
+ * macros: AVX2 8 lanes, AVX-512 16):
+ * exp, sigmoid, silu, tanh, gelu (erf form and tanh form), relu, abs, neg.
+ *
+ * exp is Cephes' expf (range reduction by ln 2 in two parts, a degree-5
+ * polynomial, the power of two applied in two halves so that results down
+ * to the subnormals are kept); the others are built on it:
+ *   sigmoid(x) = 1 / (1 + exp(-x)),  silu(x) = x / (1 + exp(-x)),
+ *   tanh(x)    = sign(x) (1 - 2 / (exp(2|x|) + 1)), Cephes' odd polynomial
+ *                below |x| < 0.625 where that form would cancel,
+ *   gelu_tanh  = x / (1 + exp(-2u)), u = sqrt(2/pi) (x + 0.044715 x^3)
+ *                (= 0.5 x (1 + tanh u)),
+ *   gelu       = 0.5 x erfc(-x / sqrt 2), with erfc(z) for z >= 0 from the
+ *                Numerical Recipes Chebyshev fit (relative error < 1.2e-7)
+ *                and 2 - erfc(z) on the other side.
+ * Backward (grad a, input b): gelu (both forms), silu, sigmoid, tanh and
+ * threshold (relu's backward), from the same pieces.
+ * NaN and the infinities give what the scalar code gives.  Whole rows go
+ * through the vector body (the tail with masked loads/stores), so results
+ * never depend on how the row was split between threads. */
+#include "common/simd_exp_f32.h"
+#include "elementwise/unary_simd.h"
+
+
+static inline VT vabs(VT x) { return VANDNOT(VSET(-0.0f), x); }
+
+static inline VT vtanh(VT x) {
+  VT ax = vabs(x);
+  /* |x| >= 0.625: 1 - 2 / (exp(2|x|) + 1), sign restored */
+  VT e = vexp(VADD(ax, ax));
+  VT big = VSUB(VSET(1.0), VDIV(VSET(2.0), VADD(e, VSET(1.0))));
+  big = VOR(big, VAND(x, VSET(-0.0f)));
+  /* |x| < 0.625: Cephes' odd polynomial */
+  VT z = VMUL(x, x);
+  VT p = VSET(-5.70498872745E-3);
+  p = VFMADD(p, z, VSET(2.06390887954E-2));
+  p = VFMADD(p, z, VSET(-5.37397155531E-2));
+  p = VFMADD(p, z, VSET(1.33314422036E-1));
+  p = VFMADD(p, z, VSET(-3.33332819422E-1));
+  VT small = VFMADD(VMUL(p, z), x, x);
+  VT r = VSEL(VCMP(ax, VSET(0.625), LT), small, big);
+  return VSEL(VCMP(x, x, UNORD), x, r);
+}
+
+/* 1 + erf(x / sqrt 2) */
+static inline VT one_plus_erf(VT x) {
+  VT z = vabs(VMUL(x, VSET(0.70710678118654752440)));
+  VT t = VDIV(VSET(1.0), VFMADD(VSET(0.5), z, VSET(1.0)));
+  VT p = VSET(0.17087277);
+  p = VFMADD(p, t, VSET(-0.82215223));
+  p = VFMADD(p, t, VSET(1.48851587));
+  p = VFMADD(p, t, VSET(-1.13520398));
+  p = VFMADD(p, t, VSET(0.27886807));
+  p = VFMADD(p, t, VSET(-0.18628806));
+  p = VFMADD(p, t, VSET(0.09678418));
+  p = VFMADD(p, t, VSET(0.37409196));
+  p = VFMADD(p, t, VSET(1.00002368));
+  p = VFMADD(p, t, VSET(-1.26551223));
+  VT erfc = VMUL(t, vexp(VFNMADD(z, z, p))); /* erfc(|z|) */
+  return VSEL(VCMP(x, VZERO(), LT), erfc, VSUB(VSET(2.0), erfc));
+}
+
+static inline VT body(nk_unary_op op, VT x) {
+  switch (op) {
+  case NK_UNARY_EXP: return vexp(x);
+  case NK_UNARY_SIGMOID: return VDIV(VSET(1.0), VADD(VSET(1.0), vexp(VXOR(x, VSET(-0.0f)))));
+  case NK_UNARY_SILU: return VDIV(x, VADD(VSET(1.0), vexp(VXOR(x, VSET(-0.0f)))));
+  case NK_UNARY_TANH: return vtanh(x);
+  case NK_UNARY_GELU: return VMUL(VMUL(x, VSET(0.5)), one_plus_erf(x));
+  case NK_UNARY_GELU_TANH: {
+    VT x3 = VMUL(VMUL(x, x), x);
+    VT u = VMUL(VSET(0.7978845608028654), VFMADD(VSET(0.044715), x3, x));
+    return VDIV(x, VADD(VSET(1.0), vexp(VMUL(u, VSET(-2.0)))));
+  }
+  case NK_UNARY_RELU:
+    return VSEL(VCMP(x, VZERO(), LT), VZERO(), x);
+  case NK_UNARY_ABS: return vabs(x);
+  default: return VXOR(x, VSET(-0.0f)); /* NEG */
+  }
+}
+
+static inline void row(nk_unary_op op, int64_t n, float *out, const float *x) {
+  int64_t i = 0;
+  for (; i + LANES <= n; i += LANES) VSTOREU(out + i, body(op, VLOADU(x + i)));
+  if (i < n) {
+    const int rem = (int)(n - i);
+    const VTAIL mask = TAIL_MASK(rem);
+    TAIL_STORE(out + i, mask, body(op, TAIL_LOAD(x + i, mask)));
+  }
+}
+
+bool UNARY_NAME(nk_unary_op op, int64_t n, float *out, const float *x, const nk_uprm *p) {
+  (void)p;
+  switch (op) {
+#define NK_VEC_CASE(OP) case OP: row(OP, n, out, x); return true;
+    NK_VEC_CASE(NK_UNARY_EXP)
+    NK_VEC_CASE(NK_UNARY_SIGMOID)
+    NK_VEC_CASE(NK_UNARY_SILU)
+    NK_VEC_CASE(NK_UNARY_TANH)
+    NK_VEC_CASE(NK_UNARY_GELU)
+    NK_VEC_CASE(NK_UNARY_GELU_TANH)
+    NK_VEC_CASE(NK_UNARY_RELU)
+    NK_VEC_CASE(NK_UNARY_ABS)
+    NK_VEC_CASE(NK_UNARY_NEG)
+#undef NK_VEC_CASE
+  default: return false;
+  }
+}
+
+/* ------------------------------------------------------------------ backward */
+
+static inline VT bw_body(nk_unary_backward_op op, VT a, VT b, const nk_uprm *p) {
+  const VT one = VSET(1.0);
+  switch (op) {
+  case NK_UNARY_BW_SIGMOID: return VMUL(VMUL(a, VSUB(one, b)), b);
+  case NK_UNARY_BW_TANH: return VMUL(a, VFNMADD(b, b, one));
+  case NK_UNARY_BW_GELU: {
+    VT cdf = VMUL(VSET(0.5), one_plus_erf(b));
+    VT pdf = VMUL(VSET(NK_2_SQRTPI * NK_SQRT1_2 * 0.5),
+                               vexp(VMUL(VMUL(b, b), VSET(-0.5))));
+    return VMUL(a, VFMADD(b, pdf, cdf));
+  }
+  case NK_UNARY_BW_GELU_TANH: {
+    const VT kbeta = VSET(NK_GELU_KBETA), kkappa = VSET(NK_GELU_KKAPPA);
+    VT x_sq = VMUL(b, b), x_cube = VMUL(x_sq, b);
+    VT t = vtanh(VMUL(kbeta, VFMADD(kkappa, x_cube, b)));
+    VT left = VMUL(VSET(0.5), b);
+    VT left_d = VMUL(VSET(0.5), VADD(one, t));
+    VT tanh_d = VFNMADD(t, t, one);
+    VT inner_d = VMUL(kbeta, VFMADD(VSET(3.0 * NK_GELU_KKAPPA), x_sq, one));
+    return VMUL(a, VFMADD(VMUL(left, tanh_d), inner_d, left_d));
+  }
+  case NK_UNARY_BW_SILU: {
+    VT sg = VDIV(one, VADD(one, vexp(VXOR(b, VSET(-0.0f)))));
+    return VMUL(VMUL(a, sg), VFMADD(b, VSUB(one, sg), one));
+  }
+  default: /* THRESHOLD: a = x, b = other */
+    return VSEL(VCMP(a, VSET(p->f[0]), LE), VSET(p->f[1]), b);
+  }
+}
+
+static inline void bw_row(nk_unary_backward_op op, int64_t n, float *out, const float *a, const float *b,
+                          const nk_uprm *p) {
+  int64_t i = 0;
+  for (; i + LANES <= n; i += LANES)
+    VSTOREU(out + i, bw_body(op, VLOADU(a + i), VLOADU(b + i), p));
+  if (i < n) {
+    const int rem = (int)(n - i);
+    const VTAIL mask = TAIL_MASK(rem);
+    TAIL_STORE(out + i, mask, bw_body(op, TAIL_LOAD(a + i, mask), TAIL_LOAD(b + i, mask), p));
+  }
+}
+
+bool UNARY_BW_NAME(nk_unary_backward_op op, int64_t n, float *out, const float *a, const float *b,
+                          const nk_uprm *p) {
+  switch (op) {
+#define NK_VEC_CASE(OP) case OP: bw_row(OP, n, out, a, b, p); return true;
+    NK_VEC_CASE(NK_UNARY_BW_SIGMOID)
+    NK_VEC_CASE(NK_UNARY_BW_TANH)
+    NK_VEC_CASE(NK_UNARY_BW_GELU)
+    NK_VEC_CASE(NK_UNARY_BW_GELU_TANH)
+    NK_VEC_CASE(NK_UNARY_BW_SILU)
+    NK_VEC_CASE(NK_UNARY_BW_THRESHOLD)
+#undef NK_VEC_CASE
+  default: return false;
+  }
+}

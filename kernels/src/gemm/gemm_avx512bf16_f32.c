@@ -1,0 +1,30 @@
+/* gemm_avx512bf16_f32.c — the bfloat16 GEMM micro-kernel for CPUs with
+ * AVX512_BF16 (12x32, float32 accumulators, from the template in
+ * gemm_simd.h).
+ *
+ * A and B come packed in k pairs (gemm.c, pack_pairs): each 32-bit word
+ * holds two bfloat16 values, k = 2q in the low half and 2q + 1 in the high.
+ * One VDPBF16PS per accumulator vector adds both products of a pair, so a
+ * k step does twice the work of a float32 FMA on the same ports: ATen's CPU
+ * (oneDNN) uses the same instruction for bfloat16 matmul.  Like it, the
+ * instruction treats denormal inputs and results as zero and rounds to
+ * nearest even; the sum is float32 and is rounded to bfloat16 once, on
+ * store (gemm.c's workspace path). */
+#include <immintrin.h>
+
+#define ET float
+#define VT __m512
+#define LANES 16
+#define MR 12
+#define NV 2
+#define V_LOAD(p) _mm512_loadu_ps(p)
+#define V_STORE(p, v) _mm512_storeu_ps(p, v)
+#define V_SET1(x) _mm512_set1_ps(x) /* broadcasts the pair's 32 bits */
+#define V_ZERO() _mm512_setzero_ps()
+#define V_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define V_KSTEP(a, b, acc) _mm512_dpbf16_ps(acc, (__m512bh)(a), (__m512bh)(b))
+#define V_MUL(a, b) _mm512_mul_ps(a, b)
+#define V_ADD(a, b) _mm512_add_ps(a, b)
+#define V_REDUCE(v) _mm512_reduce_add_ps(v)
+#define UKR_NAME nk_gemm_ukr_avx512bf16_f32
+#include "gemm/gemm_simd.h"

@@ -1,6 +1,0 @@
-/* half_rows_avx512_f32.c — the 16-bit row conversions (half_rows_impl.h)
- * under avx512's flags. */
-#include "half_rows.h"
-
-#define HR_NAME(x) nk_half_##x##_avx512
-#include "half_rows_impl.h"
