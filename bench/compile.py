@@ -1,0 +1,278 @@
+"""torch.compile on neuron next to eager neuron and Inductor on the CPU.
+
+For each case, in one process and with the same threads (torch's intra-op
+pool and the device's compute pool both default to the core count):
+  - eager neuron,
+  - compiled neuron (`torch.compile`, Inductor with the neuron backend),
+  - compiled CPU (`torch.compile`, Inductor's own CPU backend),
+the median time of one call (a call = the case's unit of work, the device
+synchronised before each timer stops) over --repeats calls after warm-up.
+Printed: the three times, the ratios  inductor_cpu / compiled_neuron  and
+eager_neuron / compiled_neuron  (> 1: compiled neuron is faster), and the
+compile time of each compiled side, cold (first call with an empty Inductor
+cache: Dynamo, AOTAutograd, codegen, the C compiler) and warm (after
+torch._dynamo.reset(), so Dynamo traces again but Inductor's FX-graph and
+AOTAutograd caches on disk hit and no C compiler runs).
+
+Cases: a pointwise chain over 2^22 floats; LayerNorm and softmax written
+from primitives (4096 x 1024); a SwiGLU MLP block forward+backward; the
+GPT/CNN/MLP examples' training steps (model compiled, optimizer eager);
+Hugging Face GPT-2 and Llama (bench/models.py's configs) inference and
+training steps.  Asserts nothing.
+
+Usage: python bench/compile.py [--quick] [--repeats N] [--only SUBSTR]
+"""
+import argparse
+import copy
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+# An empty Inductor cache for this run, so "cold" is cold (set before torch).
+os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="bench_compile_"))
+for _var, _value in (("HF_HUB_OFFLINE", "1"), ("TRANSFORMERS_OFFLINE", "1"), ("USE_HUB_KERNELS", "NO")):
+    os.environ.setdefault(_var, _value)
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+import torch_neuronx  # noqa: E402,F401  (registers the device)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "examples"))
+
+
+def sync(device):
+    if device.type != "cpu":
+        torch.accelerator.synchronize(device)
+
+
+# ---------------------------------------------------------------- the cases
+# A case is make(device) -> (run, target): run(f) does one unit of work with
+# f = target or torch.compile(target) (a function or a module).  The same
+# make() serves all three columns.  The examples' loops are the exception
+# (example_step, timed_loop).
+
+def pointwise_chain(n):
+    def chain(x, a, b, c):
+        y = (x * a + b).sigmoid() * x - c
+        y = torch.where(y > 0, y, 0.1 * y).tanh() + x.abs().sqrt()
+        return (y * y + 1.0).rsqrt() * (a - b).exp().clamp(max=4.0)
+
+    def make(device):
+        g = torch.Generator().manual_seed(0)
+        args = [torch.randn(n, generator=g).to(device) for _ in range(4)]
+        return (lambda f: f(*args)), chain
+    return make
+
+
+def layer_norm_primitives(rows, cols):
+    def ln(x, w, b):
+        mean = x.mean(-1, keepdim=True)
+        var = ((x - mean) ** 2).mean(-1, keepdim=True)
+        return (x - mean) * torch.rsqrt(var + 1e-5) * w + b
+
+    def make(device):
+        g = torch.Generator().manual_seed(0)
+        x, w, b = (torch.randn(s, generator=g).to(device) for s in ((rows, cols), (cols,), (cols,)))
+        return (lambda f: f(x, w, b)), ln
+    return make
+
+
+def softmax_primitives(rows, cols):
+    def softmax(x):
+        e = (x - x.amax(-1, keepdim=True)).exp()
+        return e / e.sum(-1, keepdim=True)
+
+    def make(device):
+        x = torch.randn(rows, cols, generator=torch.Generator().manual_seed(0)).to(device)
+        return (lambda f: f(x)), softmax
+    return make
+
+
+def swiglu_block(tokens, dim, hidden):
+    class SwiGLU(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm = torch.nn.RMSNorm(dim)
+            self.w1 = torch.nn.Linear(dim, hidden, bias=False)
+            self.w3 = torch.nn.Linear(dim, hidden, bias=False)
+            self.w2 = torch.nn.Linear(hidden, dim, bias=False)
+
+        def forward(self, x):
+            h = self.norm(x)
+            return x + self.w2(F.silu(self.w1(h)) * self.w3(h))
+
+    def make(device):
+        torch.manual_seed(0)
+        block = SwiGLU().to(device)
+        x = torch.randn(tokens, dim, device=device, requires_grad=True)
+
+        def run(f):
+            f(x).square().mean().backward()
+        return run, block
+    return make
+
+
+def example_step(name):
+    """examples/train_<name>.py's own training loop with its model compiled
+    (the optimizer runs eagerly, as in the example).  The loop cannot be
+    called one step at a time, so this case times itself: `timed_loop`."""
+    import train_cnn
+    import train_gpt
+    import train_mlp
+    module = {"gpt": train_gpt, "cnn": train_cnn, "mlp": train_mlp}[name]
+
+    def build():
+        if name == "gpt":
+            _, vocab = train_gpt.make_data(0)
+            return train_gpt.build_model(len(vocab), 0)
+        return module.build_model(0)
+    return ("loop", module, build)
+
+
+def timed_loop(case, device, repeats, compile_model):
+    """(median step time, first step time) of the example's loop."""
+    _, module, build = case
+    model = build()
+    if compile_model:
+        model = torch.compile(model)
+    marks = []
+
+    def on_step(step, loss):
+        float(loss)  # synchronises: every step up to this one has run
+        marks.append(time.perf_counter())
+
+    start = time.perf_counter()
+    module.train(device, repeats + 3, seed=0, model=model, on_step=on_step)
+    steps = [b - a for a, b in zip(marks, marks[1:])][2:]  # two warm-up steps
+    return statistics.median(steps), marks[0] - start
+
+
+def hf_model(kind, train):
+    import transformers as tf
+    vocab = 2048
+
+    def make(device):
+        common = dict(vocab_size=vocab, hidden_size=256, intermediate_size=1024,
+                      num_hidden_layers=2, num_attention_heads=4, max_position_embeddings=512)
+        if kind == "gpt2":
+            config = tf.GPT2Config(vocab_size=vocab, n_embd=256, n_layer=2, n_head=4, n_positions=512,
+                                   bos_token_id=0, eos_token_id=0, resid_pdrop=0.0, embd_pdrop=0.0,
+                                   attn_pdrop=0.0)
+            cls = tf.GPT2LMHeadModel
+        else:
+            config = tf.LlamaConfig(**common, num_key_value_heads=2)
+            cls = tf.LlamaForCausalLM
+        torch.manual_seed(0)
+        model = cls(config).to(device).train(train)
+        g = torch.Generator().manual_seed(1)
+        ids = torch.randint(0, vocab, (8, 128), generator=g).to(device)
+        targets = torch.randint(0, vocab, (8 * 128,), generator=g).to(device)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4) if train else None
+
+        def run(f):
+            if not train:
+                with torch.no_grad():
+                    f(input_ids=ids).logits
+                return
+            opt.zero_grad(set_to_none=True)
+            logits = f(input_ids=ids).logits
+            F.cross_entropy(logits.reshape(-1, vocab), targets).backward()
+            opt.step()
+        return run, model
+    return make
+
+
+def cases(quick):
+    n = 1 << 20 if quick else 1 << 22
+    rows = 1024 if quick else 4096
+    return [
+        (f"pointwise chain 2^{n.bit_length() - 1}", pointwise_chain(n)),
+        (f"layer_norm primitives {rows}x1024", layer_norm_primitives(rows, 1024)),
+        (f"softmax primitives {rows}x1024", softmax_primitives(rows, 1024)),
+        ("swiglu block fwd+bwd 2048x512", swiglu_block(512 if quick else 2048, 512, 1376)),
+        ("gpt example train step", example_step("gpt")),
+        ("cnn example train step", example_step("cnn")),
+        ("mlp example train step", example_step("mlp")),
+        ("hf gpt2 inference", hf_model("gpt2", train=False)),
+        ("hf gpt2 train step", hf_model("gpt2", train=True)),
+        ("hf llama inference", hf_model("llama", train=False)),
+        ("hf llama train step", hf_model("llama", train=True)),
+    ]
+
+
+# ------------------------------------------------------------------ timing
+
+def timed_call(run, f, device):
+    start = time.perf_counter()
+    run(f)
+    sync(device)
+    return time.perf_counter() - start
+
+
+def median_time(run, f, device, repeats, warmup=2):
+    for _ in range(warmup):
+        timed_call(run, f, device)
+    return statistics.median(timed_call(run, f, device) for _ in range(repeats))
+
+
+def compiled(make, device, repeats):
+    """(median call time, cold compile s, warm compile s) of the compiled case.
+    Compile time = the first call's time less a steady call's."""
+    if isinstance(make, tuple):  # an example's loop
+        _, cold = timed_loop(make, device, repeats, True)
+        torch._dynamo.reset()
+        t, warm = timed_loop(make, device, repeats, True)
+        torch._dynamo.reset()
+        return t, max(cold - t, 0.0), max(warm - t, 0.0)
+    run, target = make(device)
+    cold = timed_call(run, torch.compile(target), device)
+    torch._dynamo.reset()
+    run, target = make(device)
+    f = torch.compile(target)
+    warm = timed_call(run, f, device)
+    t = median_time(run, f, device, repeats)
+    torch._dynamo.reset()
+    return t, max(cold - t, 0.0), max(warm - t, 0.0)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="smaller shapes, fewer repeats")
+    p.add_argument("--repeats", type=int, default=None)
+    p.add_argument("--only", default="", help="keep the cases whose name contains this")
+    a = p.parse_args()
+    repeats = a.repeats or (5 if a.quick else 15)
+    neuron, cpu = torch.device("neuron"), torch.device("cpu")
+    torch_neuronx._C.set_fallback_mode("silent")
+    torch_neuronx._C.reset_fallback_stats()
+
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, torch CPU capability "
+          f"{torch.backends.cpu.get_cpu_capability()} (Inductor's C++ for both sides), neuron "
+          f"eager kernels TORCHNEURON_ISA={os.environ.get('TORCHNEURON_ISA', 'best')}")
+    head = (f"{'case':34} {'eager neu':>10} {'comp neu':>10} {'ind cpu':>10} {'cpu/neu':>8} "
+            f"{'eag/comp':>8}  {'compile cold/warm s: neuron':>27}  {'cpu':>11}")
+    print(head)
+    print("-" * len(head))
+    for name, make in cases(a.quick):
+        if a.only not in name:
+            continue
+        if isinstance(make, tuple):
+            eager = timed_loop(make, neuron, repeats, False)[0]
+        else:
+            run, target = make(neuron)
+            eager = median_time(run, target, neuron, repeats)
+        comp, cold_n, warm_n = compiled(make, neuron, repeats)
+        ind, cold_c, warm_c = compiled(make, cpu, repeats)
+        print(f"{name:34} {eager * 1e3:8.2f}ms {comp * 1e3:8.2f}ms {ind * 1e3:8.2f}ms "
+              f"{ind / comp:7.2f}x {eager / comp:7.2f}x  {cold_n:13.1f} / {warm_n:5.1f}      "
+              f"{cold_c:5.1f} / {warm_c:4.1f}", flush=True)
+    fallbacks = torch_neuronx._C.fallback_stats()
+    print("ops that fell back to the CPU on neuron: " + (", ".join(sorted(fallbacks)) or "none"))
+
+
+if __name__ == "__main__":
+    main()
