@@ -87,6 +87,11 @@ PYBIND11_MODULE(_C, m) {
     return nk_peak_fma(iters, f64 ? 1 : 0, threads);
   }, py::arg("iters"), py::arg("f64") = false, py::arg("threads") = 1);
   m.def("_compute_threads", [] { return nrt_compute_threads(); });
+  // Inductor's get_raw_stream (torch_neuronx/_inductor): the device's current
+  // stream as the runtime's nrt_stream* address.
+  m.def("_current_raw_stream", [](c10::DeviceIndex device) {
+    return reinterpret_cast<intptr_t>(current_stream(device));
+  }, py::arg("device"));
   bind_fallback(m);  // fallback_stats, fallback modes (fallback.cpp)
   bind_profiler(m);  // memory history/snapshot, the Kineto plugin's state (profiler.cpp)
 }
