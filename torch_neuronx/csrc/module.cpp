@@ -16,6 +16,7 @@ namespace py = pybind11;
 
 namespace torch_neuronx {
 void bind_profiler(pybind11::module& m);  // profiler.cpp
+void bind_compiled(pybind11::module& m);  // compiled.cpp (torch.compile's kernels)
 }
 
 // kernels/src/gemm.h: the FMA peak probe behind _peak_fma (bench/peak.py).
@@ -94,4 +95,5 @@ PYBIND11_MODULE(_C, m) {
   }, py::arg("device"));
   bind_fallback(m);  // fallback_stats, fallback modes (fallback.cpp)
   bind_profiler(m);  // memory history/snapshot, the Kineto plugin's state (profiler.cpp)
+  bind_compiled(m);  // _neuron_launch, _compiled_kernel, _empty_strided_neuron
 }
