@@ -218,20 +218,27 @@ def test_graph_on_second_device(native):
     assert_same(out, cpu(x), **GRAD_TOL)
 
 
-def test_two_streams_with_events_and_no_added_sync(native):
-    f = torch.compile(lambda x: (x * 2 + 1).relu().sum(-1))
+def busy_stream(rounds=6):
+    """A stream with long eager work queued (matmuls) and a (64, 256) result
+    of it; the caller makes another stream wait on the returned event."""
     a = torch.randn(1024, 1024, device="neuron")
-    x = torch.randn(64, 256, device="neuron")
-    f(x)  # compile
-    s1, s2 = torch.neuron.Stream(), torch.neuron.Stream()
-    done = torch.neuron.Event()
     torch.neuron.synchronize()
+    s2 = torch.neuron.Stream()
+    done = torch.neuron.Event()
     with torch.neuron.stream(s2):
         big = a
-        for _ in range(6):
-            big = big @ a / 32  # long eager work on s2
+        for _ in range(rounds):
+            big = big @ a / 32
         y = big[:64, :256] * 1.0
         done.record(s2)
+    return y, done
+
+
+def test_two_streams_with_events_and_no_added_sync(native):
+    f = torch.compile(lambda x: (x * 2 + 1).relu().sum(-1))
+    f(torch.randn(64, 256, device="neuron"))  # compile
+    s1 = torch.neuron.Stream()
+    y, done = busy_stream()
     with torch.neuron.stream(s1):
         s1.wait_event(done)
         t0 = time.perf_counter()
@@ -240,10 +247,46 @@ def test_two_streams_with_events_and_no_added_sync(native):
         pending = not s1.query()
         z = out + 1  # eager work after compiled work on s1
     s1.synchronize()
-    assert pending, f"the compiled call waited for the device ({returned_after:.3f} s)"
+    if torch.neuron.is_launch_blocking():  # every launch waits for its task
+        assert not pending
+    else:
+        assert pending, f"the compiled call waited for the device ({returned_after:.3f} s)"
     expected = (y.cpu() * 2 + 1).relu().sum(-1)
     assert_same(out, expected, **GRAD_TOL)
     assert_same(z, expected + 1, **GRAD_TOL)
+
+
+def test_cpu_scalar_inputs_are_read_at_launch(native):
+    f = torch.compile(lambda x, scale: x * scale + 1)
+    scale = torch.tensor(3.0)  # a 0-dim CPU tensor: Inductor reads it in the device kernel
+    f(torch.ones(64, 256, device="neuron"), scale)
+    s1 = torch.neuron.Stream()
+    y, done = busy_stream()
+    with torch.neuron.stream(s1):
+        s1.wait_event(done)
+        out = f(y, scale)
+        scale.fill_(100.0)  # the host moves on while the kernel waits
+    s1.synchronize()
+    assert_same(out, y.cpu() * 3 + 1, **GRAD_TOL)
+
+
+def test_compiled_optimizer_step(native):
+    torch.manual_seed(6)
+    cpu = nn.Linear(16, 4)
+    dev = neuron_copy(cpu)
+    opt_cpu = torch.optim.AdamW(cpu.parameters(), lr=1e-2)
+    opt_dev = torch.optim.AdamW(dev.parameters(), lr=1e-2)  # step counts stay on the CPU
+    step = torch.compile(opt_dev.step)
+    for _ in range(3):
+        x = torch.randn(8, 16)
+        cpu(x).square().sum().backward()
+        opt_cpu.step()
+        opt_cpu.zero_grad()
+        dev(x.to("neuron")).square().sum().backward()
+        step()
+        opt_dev.zero_grad()
+    assert_same(dev.weight.detach(), cpu.weight.detach(), **GRAD_TOL)
+    assert_same(dev.bias.detach(), cpu.bias.detach(), **GRAD_TOL)
 
 
 def test_autocast_bfloat16(mlp, native):
@@ -410,6 +453,15 @@ def test_launch_protocol_and_bad_launches():
         launch(axpy, 1, x, out, 8, 0.5)
     with pytest.raises(TypeError, match="argument 0 must be a tensor"):
         launch(axpy, 0, 3, out, 8, 0.5)
+    # a 0-dim CPU tensor is accepted as an input the kernel reads, never written
+    store = hand_written_kernel("test_store", ["const float*", "float*"], "a1[0] = a0[0];")
+    one = torch.zeros(1, device="neuron")
+    launch(store, 0, torch.tensor(7.0), one)
+    assert one.item() == 7.0
+    with pytest.raises(ValueError, match="argument 1 must be on neuron:0, got cpu"):
+        launch(store, 0, torch.tensor(7.0), torch.tensor(0.0))
+    with pytest.raises(ValueError, match="argument 0 must be on neuron:0, got cpu"):
+        launch(store, 0, torch.ones(1), one)  # 1-dim
     with pytest.raises(TypeError, match="argument 2 must be an int"):
         launch(axpy, 0, x, out, 8.0, 0.5)
     with pytest.raises(TypeError, match="argument 3 must be a float"):
@@ -431,8 +483,8 @@ def test_launch_protocol_and_bad_launches():
     assert acc.item() == sum(range(n))
     # a kernel that throws fails its task, not the process
     throws = hand_written_kernel("test_throws", ["float*"], "throw 42;")
-    launch(throws, 0, out)
     with pytest.raises(RuntimeError, match="test_throws: .*not a std::exception"):
+        launch(throws, 0, out)  # raises here with TORCHNEURON_LAUNCH_BLOCKING=1
         torch.neuron.synchronize()
     # the allocator fast path
     empty = torch_neuronx._C._empty_strided_neuron((2, 3), (1, 2), torch.float16, 1)

@@ -79,7 +79,7 @@ static inline double as_double(uint64_t bits) {
 _INCLUDE = "#include <torch/csrc/inductor/cpp_prefix.h>"
 
 
-def _slot(i: int, arg_type: str) -> tuple[str, torch.dtype | int]:
+def _slot(i: int, arg_type: str) -> tuple[str, tuple[torch.dtype, bool] | int]:
     """(C++ expression for argument i, its kind for the launch check)."""
     t = arg_type.strip()
     if t.endswith("*"):
@@ -89,7 +89,8 @@ def _slot(i: int, arg_type: str) -> tuple[str, torch.dtype | int]:
         dtype = _CPP_TO_DTYPE.get(element)
         if dtype is None:
             raise NotImplementedError(f"neuron: kernel argument of C++ type {arg_type!r}")
-        return f"reinterpret_cast<{t}>(static_cast<uintptr_t>(a[{i}]))", dtype
+        writable = not t.startswith("const ")
+        return f"reinterpret_cast<{t}>(static_cast<uintptr_t>(a[{i}]))", (dtype, writable)
     if t in ("const int64_t", "int64_t"):
         return f"static_cast<int64_t>(a[{i}])", _C._compiled_slot_int
     if t in ("const float", "float", "const double", "double"):
@@ -97,8 +98,9 @@ def _slot(i: int, arg_type: str) -> tuple[str, torch.dtype | int]:
     raise NotImplementedError(f"neuron: kernel argument of C++ type {arg_type!r}")
 
 
-def arg_kinds(arg_types: list[str]) -> list[torch.dtype | int]:
-    """Per argument: the tensor dtype, or the int/float slot markers of _C."""
+def arg_kinds(arg_types: list[str]) -> list[tuple[torch.dtype, bool] | int]:
+    """Per argument: (the tensor's dtype, whether the kernel writes it), or
+    the int/float slot markers of _C."""
     return [_slot(i, t)[1] for i, t in enumerate(arg_types)]
 
 

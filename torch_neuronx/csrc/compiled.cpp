@@ -47,6 +47,7 @@
 #include <vector>
 
 #include <ATen/EmptyTensor.h>
+#include <c10/util/SmallVector.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/util/Exception.h>
 #include <torch/csrc/Dtype.h>
@@ -66,7 +67,6 @@ using EntryFn = void (*)(const uint64_t* slots);
 
 constexpr int kSlotFloat = -2;  // a C float/double argument: the slot holds double bits
 constexpr int kSlotInt = -1;    // an int64_t argument
-// kinds >= 0: a pointer to elements of that c10::ScalarType
 
 constexpr int kInlineSlots = (NRT_PARAM_BYTES - 2 * sizeof(void*) - sizeof(uint64_t)) / 8;
 
@@ -79,10 +79,17 @@ struct CompiledParams {
 static_assert(sizeof(CompiledParams) <= NRT_PARAM_BYTES, "compiled kernel params must fit");
 static_assert(std::is_trivially_copyable_v<CompiledParams>);
 
+// What a slot must receive: type >= 0 is a tensor of that c10::ScalarType
+// (writable: the kernel stores through it), else kSlotInt / kSlotFloat.
+struct Kind {
+  int type;
+  bool writable;
+};
+
 struct CompiledKernel {
   EntryFn entry;
   const char* name;  // interned: task names must outlive every task
-  std::vector<int> kinds;
+  std::vector<Kind> kinds;
 };
 
 constexpr const char* kCapsuleName = "torch_neuronx.compiled_kernel";
@@ -130,8 +137,6 @@ const CompiledKernel* unpack_handle(PyObject* obj) {
   return static_cast<const CompiledKernel*>(PyCapsule_GetPointer(obj, kCapsuleName));
 }
 
-// Fills slot i from a Python argument of the expected kind; false with a
-// Python exception set otherwise.
 // The scratch block standing in for an empty tensor (see the file comment).
 at::Tensor empty_stand_in(const at::Tensor& t) {
   int64_t extent = 1;
@@ -144,38 +149,65 @@ at::Tensor empty_stand_in(const at::Tensor& t) {
                                    t.scalar_type(), std::nullopt);
 }
 
+// One launch's arguments as slots, before they are placed in the task.
+struct Packed {
+  c10::SmallVector<uint64_t, 32> slots;
+  // CPU scalars the kernel reads: (slot index, the value's bits at launch)
+  c10::SmallVector<std::pair<size_t, uint64_t>, 4> snapshots;
+  std::vector<at::Tensor> stand_ins;  // freed after queuing: stream-ordered
+  const at::Tensor* largest = nullptr;
+};
+
+bool pack_tensor(const CompiledKernel& k, size_t i, const at::Tensor& t, const Kind& kind,
+                 c10::DeviceIndex device, Packed* out) {
+  const auto expected = static_cast<c10::ScalarType>(kind.type);
+  if (t.scalar_type() != expected) {
+    PyErr_Format(PyExc_TypeError, "%s: argument %zu must be %s, got %s", k.name, i,
+                 c10::toString(expected), c10::toString(t.scalar_type()));
+    return false;
+  }
+  if (t.device().is_cpu() && t.dim() == 0 && !kind.writable && t.element_size() <= 8) {
+    // Inductor feeds 0-dim CPU tensors to device kernels (Scheduler
+    // update_zero_dim_cpu_tensor, torch/_inductor/scheduler.py:9647:
+    // optimizer step counts, Python scalars); Triton receives them by value.
+    // Here the value at launch travels with the task, so a later host write
+    // (step += 1) cannot race with the queued kernel.
+    uint64_t bits = 0;
+    std::memcpy(&bits, t.unsafeGetTensorImpl()->data(), t.element_size());
+    out->snapshots.emplace_back(i, bits);
+    return true;
+  }
+  if (t.device().type() != c10::DeviceType::PrivateUse1 || t.device().index() != device) {
+    PyErr_Format(PyExc_ValueError, "%s: argument %zu must be on neuron:%d, got %s%s", k.name, i,
+                 static_cast<int>(device), t.device().str().c_str(),
+                 t.device().is_cpu() ? " (a CPU tensor only as a 0-dim input)" : "");
+    return false;
+  }
+  if (t.numel() == 0) {
+    const c10::DeviceGuard guard(t.device());
+    out->stand_ins.push_back(empty_stand_in(t));
+    out->slots[i] = reinterpret_cast<uintptr_t>(out->stand_ins.back().data_ptr());
+    return true;
+  }
+  out->slots[i] = reinterpret_cast<uintptr_t>(t.unsafeGetTensorImpl()->data());
+  if (out->largest == nullptr || t.numel() > out->largest->numel()) out->largest = &t;
+  return true;
+}
+
+// Fills slot i from a Python argument of the expected kind; false with a
+// Python exception set otherwise.
 bool pack(const CompiledKernel& k, size_t i, PyObject* arg, c10::DeviceIndex device,
-          uint64_t* slot, const at::Tensor** largest, std::vector<at::Tensor>* stand_ins) {
-  const int kind = k.kinds[i];
-  if (kind >= 0) {
+          Packed* out) {
+  const Kind& kind = k.kinds[i];
+  if (kind.type >= 0) {
     if (!THPVariable_Check(arg)) {
       PyErr_Format(PyExc_TypeError, "%s: argument %zu must be a tensor, got %s", k.name, i,
                    Py_TYPE(arg)->tp_name);
       return false;
     }
-    const at::Tensor& t = THPVariable_Unpack(arg);
-    const auto expected = static_cast<c10::ScalarType>(kind);
-    if (t.device().type() != c10::DeviceType::PrivateUse1 || t.device().index() != device) {
-      PyErr_Format(PyExc_ValueError, "%s: argument %zu must be on neuron:%d, got %s", k.name, i,
-                   static_cast<int>(device), t.device().str().c_str());
-      return false;
-    }
-    if (t.scalar_type() != expected) {
-      PyErr_Format(PyExc_TypeError, "%s: argument %zu must be %s, got %s", k.name, i,
-                   c10::toString(expected), c10::toString(t.scalar_type()));
-      return false;
-    }
-    if (t.numel() == 0) {
-      const c10::DeviceGuard guard(t.device());
-      stand_ins->push_back(empty_stand_in(t));
-      *slot = reinterpret_cast<uintptr_t>(stand_ins->back().data_ptr());
-      return true;
-    }
-    *slot = reinterpret_cast<uintptr_t>(t.unsafeGetTensorImpl()->data());
-    if (*largest == nullptr || t.numel() > (*largest)->numel()) *largest = &t;
-    return true;
+    return pack_tensor(k, i, THPVariable_Unpack(arg), kind, device, out);
   }
-  if (kind == kSlotInt) {
+  if (kind.type == kSlotInt) {
     if (!PyLong_Check(arg)) {
       PyErr_Format(PyExc_TypeError, "%s: argument %zu must be an int, got %s", k.name, i,
                    Py_TYPE(arg)->tp_name);
@@ -183,7 +215,7 @@ bool pack(const CompiledKernel& k, size_t i, PyObject* arg, c10::DeviceIndex dev
     }
     const long long v = PyLong_AsLongLong(arg);
     if (v == -1 && PyErr_Occurred()) return false;  // OverflowError
-    *slot = static_cast<uint64_t>(v);
+    out->slots[i] = static_cast<uint64_t>(v);
     return true;
   }
   if (!PyFloat_Check(arg) && !PyLong_Check(arg)) {
@@ -193,7 +225,7 @@ bool pack(const CompiledKernel& k, size_t i, PyObject* arg, c10::DeviceIndex dev
   }
   const double v = PyFloat_AsDouble(arg);
   if (v == -1.0 && PyErr_Occurred()) return false;
-  std::memcpy(slot, &v, sizeof v);
+  std::memcpy(&out->slots[i], &v, sizeof v);
   return true;
 }
 
@@ -226,23 +258,32 @@ PyObject* neuron_launch(PyObject* /*self*/, PyObject* const* args, Py_ssize_t na
     return nullptr;
   }
 
+  Packed packed;
+  packed.slots.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (!pack(*k, i, args[i + 2], device, &packed)) return nullptr;
+  }
   Task task(kCompiledKernel, k->name, 0);
   auto* p = task.params<CompiledParams>();
   p->entry = k->entry;
   p->n_slots = n;
   std::unique_ptr<uint64_t, decltype(&std::free)> heap(nullptr, &std::free);
-  uint64_t* slots = p->slots;
-  if (n > static_cast<size_t>(kInlineSlots)) {
-    heap.reset(static_cast<uint64_t*>(std::malloc(n * sizeof(uint64_t))));
+  if (packed.snapshots.empty() && n <= static_cast<size_t>(kInlineSlots)) {
+    std::copy(packed.slots.begin(), packed.slots.end(), p->slots);
+  } else {
+    // The slots, then the CPU scalars' values, which their slots point at.
+    const size_t total = n + packed.snapshots.size();
+    heap.reset(static_cast<uint64_t*>(std::malloc(total * sizeof(uint64_t))));
     if (!heap) return PyErr_NoMemory();
-    slots = heap.get();
-  }
-  const at::Tensor* largest = nullptr;
-  std::vector<at::Tensor> stand_ins;  // freed after queuing: stream-ordered
-  for (size_t i = 0; i < n; ++i) {
-    if (!pack(*k, i, args[i + 2], device, &slots[i], &largest, &stand_ins)) return nullptr;
+    std::copy(packed.slots.begin(), packed.slots.end(), heap.get());
+    for (size_t j = 0; j < packed.snapshots.size(); ++j) {
+      uint64_t* value = heap.get() + n + j;
+      *value = packed.snapshots[j].second;
+      heap.get()[packed.snapshots[j].first] = reinterpret_cast<uintptr_t>(value);
+    }
   }
   p->heap = heap.get();
+  const at::Tensor* largest = packed.largest;
   if (largest != nullptr) {
     nrt_operand* o = task.operand(0);
     o->data = const_cast<void*>(largest->unsafeGetTensorImpl()->data());
@@ -279,7 +320,8 @@ PyObject* neuron_launch(PyObject* /*self*/, PyObject* const* args, Py_ssize_t na
 }
 
 // _compiled_kernel(entry_address, name, kinds) -> handle for neuron_launch.
-// kinds: per argument a torch.dtype (a tensor) or _compiled_slot_int/float.
+// kinds: per argument (torch.dtype, writable) for a tensor, or
+// _compiled_slot_int / _compiled_slot_float.
 PyObject* compiled_kernel(PyObject* /*self*/, PyObject* const* args, Py_ssize_t nargs) {
   HANDLE_TH_ERRORS
   if (nargs != 3 || !PyLong_Check(args[0]) || !PyUnicode_Check(args[1]) ||
@@ -302,18 +344,21 @@ PyObject* compiled_kernel(PyObject* /*self*/, PyObject* const* args, Py_ssize_t 
   const Py_ssize_t n = PyList_GET_SIZE(args[2]);
   for (Py_ssize_t i = 0; i < n; ++i) {
     PyObject* item = PyList_GET_ITEM(args[2], i);
-    if (THPDtype_Check(item)) {  // a pointer to elements of this dtype
-      k->kinds.push_back(static_cast<int>(reinterpret_cast<THPDtype*>(item)->scalar_type));
+    if (PyTuple_Check(item) && PyTuple_GET_SIZE(item) == 2 &&
+        THPDtype_Check(PyTuple_GET_ITEM(item, 0)) && PyBool_Check(PyTuple_GET_ITEM(item, 1))) {
+      // (dtype, writable): a pointer to elements of this dtype
+      const auto dtype = reinterpret_cast<THPDtype*>(PyTuple_GET_ITEM(item, 0))->scalar_type;
+      k->kinds.push_back({static_cast<int>(dtype), PyTuple_GET_ITEM(item, 1) == Py_True});
       continue;
     }
     const long kind = PyLong_Check(item) ? PyLong_AsLong(item) : 0;
     if (kind != kSlotInt && kind != kSlotFloat) {
       PyErr_Format(PyExc_ValueError,
-                   "_compiled_kernel: argument kind %zd must be a torch.dtype or a slot marker",
-                   i);
+                   "_compiled_kernel: argument kind %zd must be (torch.dtype, writable) or a "
+                   "slot marker", i);
       return nullptr;
     }
-    k->kinds.push_back(static_cast<int>(kind));
+    k->kinds.push_back({static_cast<int>(kind), false});
   }
   PyObject* capsule = PyCapsule_New(k.get(), kCapsuleName, [](PyObject* cap) {
     delete static_cast<CompiledKernel*>(PyCapsule_GetPointer(cap, kCapsuleName));
