@@ -256,6 +256,39 @@ def test_two_streams_with_events_and_no_added_sync(native):
     assert_same(z, expected + 1, **GRAD_TOL)
 
 
+def test_user_streams_and_events_inside_a_graph(native):
+    # Dynamo traces stream contexts and events into the graph (fullgraph);
+    # the kernels run on the streams the code names.
+    def f(x, side, event):
+        y = x.sin()
+        event.record()
+        with torch.neuron.stream(side):
+            side.wait_event(event)
+            z = y.cos() * 2
+        torch.accelerator.current_stream().wait_stream(side)
+        return z + y
+
+    compiled = torch.compile(f, fullgraph=True)
+    x = torch.randn(64, 256, device="neuron")
+    out, (code,) = run_and_get_code(compiled, x, torch.neuron.Stream(), torch.neuron.Event())
+    assert_same(out, x.cpu().sin().cos() * 2 + x.cpu().sin(), **GRAD_TOL)
+    assert "streams.wait_event" in code and "with stream1:" in code
+    # every kernel is launched inside the block of its stream, the cos on
+    # the side stream
+    lines = code.splitlines()
+
+    def enclosing_block(i):
+        indent = len(lines[i]) - len(lines[i].lstrip())
+        return next(line.strip() for line in reversed(lines[:i])
+                    if line.strip() and len(line) - len(line.lstrip()) < indent)
+
+    launches = {line.strip(): enclosing_block(i) for i, line in enumerate(lines)
+                if line.strip().startswith("neuron_launch(")}
+    assert len(launches) == 3, launches
+    assert set(launches.values()) == {"with default_stream:", "with stream1:"}, launches
+    assert [b for k, b in launches.items() if "cpp_fused_cos" in k] == ["with stream1:"]
+
+
 def test_cpu_scalar_inputs_are_read_at_launch(native):
     f = torch.compile(lambda x, scale: x * scale + 1)
     scale = torch.tensor(3.0)  # a 0-dim CPU tensor: Inductor reads it in the device kernel

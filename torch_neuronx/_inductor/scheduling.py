@@ -47,6 +47,30 @@ class NeuronScheduling(CppScheduling):
     flush = _with_threads(CppScheduling.flush)
     reset_kernel_group = _with_threads(CppScheduling.reset_kernel_group)
 
+    def ready_to_flush(self) -> bool:
+        # CppScheduling gathers consecutive nodes into one kernel and writes
+        # its call at flush time.  Scheduler.codegen (torch/_inductor/
+        # scheduler.py:9420-9528) flushes before an extern call only when
+        # the extern has a device, and writes stream contexts per node; so in
+        # a graph with user streams the kernel call landed outside its stream
+        # context, and a device-less extern (streams.record_event) wrote the
+        # `del` of the pending kernel's inputs before the kernel's call
+        # (UnboundLocalError).  In such graphs each kernel is written at once.
+        if self._emit_each_kernel_at_once():
+            return True
+        return super().ready_to_flush()
+
+    def _emit_each_kernel_at_once(self) -> bool:
+        cached = getattr(self, "_each_kernel_at_once", None)
+        if cached is None:
+            scheduler = self.scheduler
+            cached = scheduler is not None and (
+                scheduler._has_multi_stream_nodes()
+                or any(node.is_extern() and node.get_device() is None
+                       for node in scheduler.nodes))
+            self._each_kernel_at_once = cached
+        return cached
+
     def define_kernel(self, src_code, nodes, kernel_args=None):
         """CppScheduling.define_kernel (torch/_inductor/codegen/cpp.py:5658)
         without its cpp_wrapper branch, emitting

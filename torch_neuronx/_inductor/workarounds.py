@@ -1,7 +1,7 @@
-"""Two torch 2.13 Inductor assumptions that do not hold for a C++-codegen
-device other than "cpu", worked around for neuron nodes only.
+"""Three torch 2.13 Inductor assumptions that do not hold for a C++-codegen
+device other than "cpu" or a GPU, worked around for neuron only.
 
-Both are installed once by ``install()``; each wrapper checks that the
+All are installed once by ``install()``; each wrapper checks that the
 device is neuron and otherwise calls the upstream function unchanged, so CPU
 and CUDA graphs compile exactly as before.  Line numbers are those of the
 installed torch 2.13.0.  Upstream discussion: RFC pytorch/pytorch#189137.
@@ -28,6 +28,17 @@ C. ``torch._inductor.utils.get_current_backend`` (utils.py:4104) answers
    (codegen/common.py:739) take Triton's branches too.  The wrapper answers
    "cpp" for neuron.  It is rebound in every module that imported the
    function by name (utils, codegen.common, scheduler, kernel.mm_common).
+
+E. User streams in a graph (Dynamo traces ``with torch.neuron.stream(s)``)
+   need the wrapper's device-guard block: ``codegen_device_guard_enter``
+   (codegen/wrapper.py:1831) is what defines ``default_stream`` and the
+   ``streamN`` variables, but the scheduler enters it only where
+   ``utils.device_need_guard`` (utils.py:3645) holds, i.e. for GPUs, while it
+   emits ``with streamN:`` whenever a device is current (scheduler.py:9452):
+   ``NameError: name 'stream1' is not defined``.  For neuron the wrapper has
+   no other use for a device guard (allocations and launches carry the
+   device index), so ``device_need_guard`` holds for neuron exactly when the
+   graph has nodes on user streams.  Rebound in utils and scheduler.
 """
 from __future__ import annotations
 
@@ -93,9 +104,33 @@ def _install_c() -> None:
             module.get_current_backend = get_current_backend
 
 
+def _install_e() -> None:
+    import torch._inductor.scheduler as scheduler
+    import torch._inductor.utils as utils
+
+    upstream = utils.device_need_guard
+    if getattr(upstream, "_neuron_workaround", False):
+        return
+
+    @functools.wraps(upstream)
+    def device_need_guard(device: str) -> bool:
+        if device == "neuron":
+            from torch._inductor.virtualized import V
+
+            graph_scheduler = getattr(V.graph, "scheduler", None)
+            return bool(graph_scheduler is not None and graph_scheduler._has_multi_stream_nodes())
+        return upstream(device)
+
+    device_need_guard._neuron_workaround = True  # type: ignore[attr-defined]
+    for module in (utils, scheduler):
+        if getattr(module, "device_need_guard", None) is upstream:
+            module.device_need_guard = device_need_guard
+
+
 def install() -> None:
     global _installed
     if not _installed:
         _install_a()
         _install_c()
+        _install_e()
         _installed = True
