@@ -15,14 +15,18 @@
 //  - A kernel is queued on the current stream of its device, in order with
 //    eager work; nothing here synchronises.  The stream-ordered allocator
 //    makes the wrapper's `del buf` after a launch safe, as on CUDA.
-//  - Generated code reports errors by throwing (Inductor's ZeroDivisionError,
-//    our index guards, see scheduling.py): the executor catches every
+//  - Generated code reports errors by throwing (Inductor's ZeroDivisionError;
+//    our checks' record, thrown by the trampoline after the kernel returns,
+//    torch_neuronx/_inductor/kernels.py, trampoline.py): the executor catches every
 //    exception and fails the task, so the error is raised at the next
 //    synchronisation as any kernel's (or at the launch with
 //    TORCHNEURON_LAUNCH_BLOCKING=1) and the process keeps working.
-//  - Each handle records the kind of every slot (the tensor's dtype, int or
-//    float); a launch checks the arguments against it, so Python can never
-//    hand the kernel a pointer of the wrong type or a wrong argument count.
+//  - Each handle records the kind of every slot (the tensor's dtype and
+//    whether the kernel writes it, int or float); a launch checks the
+//    arguments against it, so Python can never hand the kernel a pointer of
+//    the wrong type, device or count.
+//  - A 0-dim CPU tensor the kernel only reads (Inductor passes optimizer step
+//    counts and Python scalars this way) is copied into the task at launch.
 //  - The task carries one operand: the kernel's largest tensor, flat.  The
 //    runtime's inline path (small tasks on an idle stream run on the caller)
 //    and the profiler read the task's size from its operands.
@@ -33,8 +37,9 @@
 //    kernels.py): the access then stays inside memory the launch owns.  The
 //    block is freed after queuing, stream-ordered like the wrapper's buffers.
 //  - Slots live in the task's parameter bytes (21 of them); a kernel with more
-//    arguments gets a heap block that the executor frees (every queued task
-//    is executed, failed stream or not).
+//    arguments, or with CPU scalars, gets a heap block (slots, then the
+//    scalars' values) that the executor frees: every queued task is
+//    executed, failed stream or not.
 #include <Python.h>
 
 #include <algorithm>
@@ -47,9 +52,9 @@
 #include <vector>
 
 #include <ATen/EmptyTensor.h>
-#include <c10/util/SmallVector.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/util/Exception.h>
+#include <c10/util/SmallVector.h>
 #include <torch/csrc/Dtype.h>
 #include <torch/csrc/Exceptions.h>
 #include <torch/csrc/autograd/python_variable.h>
@@ -72,7 +77,7 @@ constexpr int kInlineSlots = (NRT_PARAM_BYTES - 2 * sizeof(void*) - sizeof(uint6
 
 struct CompiledParams {
   EntryFn entry;
-  uint64_t* heap;  // the slots when n_slots > kInlineSlots (malloc; the executor frees it)
+  uint64_t* heap;  // the slots when they do not fit inline (malloc; the executor frees it)
   uint64_t n_slots;
   uint64_t slots[kInlineSlots];
 };
