@@ -15,11 +15,14 @@ happens by itself (``trigger.py``):
 - ``torch.compile(backend="neuron")`` is found through the
   ``torch_dynamo_backends`` entry point (``backend.py``), which registers too.
 
-Files, one job each: ``device_interface.py`` (Dynamo), ``device_op_overrides.py``
-(wrapper snippets), ``wrapper.py`` (the generated ``call()``),
-``scheduling.py`` (kernel codegen), ``workarounds.py`` (torch 2.13 bugs),
-``cache_key.py`` (what the caches key on), ``runtime.py`` (what generated
-code calls), ``backend.py`` (the named Dynamo backend).
+Files, one job each: ``trigger.py`` (the lazy hooks), ``device_interface.py``
+(Dynamo), ``device_op_overrides.py`` (wrapper snippets), ``wrapper.py`` (the
+generated ``call()``), ``scheduling.py`` (kernel codegen), ``kernels.py``
+(checks that never throw inside OpenMP regions), ``trampoline.py`` (the C++
+around each kernel for a stream launch), ``workarounds.py`` (torch 2.13
+bugs), ``cache_key.py`` (what the caches key on), ``runtime.py`` (what
+generated code calls), ``backend.py`` (the named Dynamo backend).  The launch
+itself is C++: torch_neuronx/csrc/compiled.cpp.
 """
 from __future__ import annotations
 
