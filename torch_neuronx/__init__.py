@@ -8,6 +8,8 @@ Importing this package (which ``import torch`` does through the
 - renames PrivateUse1 to ``neuron`` and installs ``torch.neuron``;
 - generates ``Tensor.neuron()``, ``Tensor.is_neuron``, ``Module.neuron()``,
   the storage methods and their PackedSequence counterparts;
+- arranges for torch.compile to find the neuron Inductor backend once Dynamo
+  or Inductor is imported (``_inductor/``; nothing heavy is imported here);
 - makes Hugging Face's Trainer checkpoints keep the neuron generator's state
   (``_hf_trainer.py``: an upstream gap, patched only when transformers'
   trainer module is imported).
@@ -45,6 +47,11 @@ def _register() -> None:
 _register()
 
 from torch_neuronx import _hf_trainer  # noqa: E402
+from torch_neuronx._inductor import trigger as _compile_trigger  # noqa: E402
+
+# torch.compile: the Dynamo/Inductor registration happens lazily, when those
+# are in use (torch_neuronx/_inductor/trigger.py); this imports neither.
+_compile_trigger.install()
 
 _hf_trainer.install()
 

@@ -311,6 +311,13 @@ def __getattr__(name: str):
     # torch.neuron.default_generators, built on first use like torch.cuda's.
     if name == "default_generators":
         return _generators()
+    from torch_neuronx._inductor import trigger
+
+    if name in trigger.INDUCTOR_ATTRIBUTES:
+        # Inductor probes the device module for its codegen classes; this
+        # registers the neuron backend explicitly instead (and the answer
+        # stays "absent": torch_neuronx/_inductor/trigger.py says why).
+        trigger.inductor_attribute(name)
     raise AttributeError(f"module 'torch.neuron' has no attribute {name!r}")
 
 

@@ -73,6 +73,7 @@
 #include <pybind11/chrono.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include "glue_kernels.h"
 #include "neuron_check.h"
 #include "neuron_comm.h"
 #include "neuron_stream.h"
@@ -327,10 +328,9 @@ struct WorkState {
   C10_THROW_ERROR(DistBackendError, msg);
 }
 
-// The check task: fails the stream it runs on with the collective's error.
-// A kernel id of the runtime's user range that the kernels never use (they
-// count up from NRT_KERNEL_FIRST_USER).
-constexpr uint32_t kCheckKernel = NRT_KERNEL_MAX - 1;
+// The check task: fails the stream it runs on with the collective's error
+// (its kernel id: glue_kernels.h).
+constexpr uint32_t kCheckKernel = kCollectiveCheckKernel;
 
 int run_check(const nrt_task* task, nrt_exec_ctx* ctx) {
   std::unique_ptr<std::shared_ptr<WorkState>> held(

@@ -16,6 +16,7 @@ namespace py = pybind11;
 
 namespace torch_neuronx {
 void bind_profiler(pybind11::module& m);  // profiler.cpp
+void bind_compiled(pybind11::module& m);  // compiled.cpp (torch.compile's kernels)
 }
 
 // kernels/src/gemm/gemm.h: the FMA peak probe behind _peak_fma (bench/peak.py).
@@ -87,6 +88,12 @@ PYBIND11_MODULE(_C, m) {
     return nk_peak_fma(iters, f64 ? 1 : 0, threads);
   }, py::arg("iters"), py::arg("f64") = false, py::arg("threads") = 1);
   m.def("_compute_threads", [] { return nrt_compute_threads(); });
+  // Inductor's get_raw_stream (torch_neuronx/_inductor): the device's current
+  // stream as the runtime's nrt_stream* address.
+  m.def("_current_raw_stream", [](c10::DeviceIndex device) {
+    return reinterpret_cast<intptr_t>(current_stream(device));
+  }, py::arg("device"));
   bind_fallback(m);  // fallback_stats, fallback modes (fallback.cpp)
   bind_profiler(m);  // memory history/snapshot, the Kineto plugin's state (profiler.cpp)
+  bind_compiled(m);  // _neuron_launch, _compiled_kernel, _empty_strided_neuron
 }

@@ -104,8 +104,15 @@ void check_output_padding(int nd, IntArrayRef output_padding, IntArrayRef stride
   TORCH_CHECK(false, msg.str());
 }
 
+// The memory format of the output and of the input/weight gradients: the one
+// ATen predicts for this backend (ConvBackend::Overrideable), which is what
+// fake tensors report (torch/_subclasses/fake_impls.py conv(), via
+// torch._C._conv_determine_backend_memory_format).  torch.compile allocates
+// and checks (assert_size_stride) by that prediction, so an eager result in
+// any other layout made compiled graphs with convolutions fail.
 at::MemoryFormat conv_format(const Tensor& input, const Tensor& weight) {
-  return at::native::_conv_suggest_memory_format_impl(input, weight, true);
+  return at::native::_determine_backend_memory_format(input, weight,
+                                                     at::native::ConvBackend::Overrideable);
 }
 
 Tensor empty_conv(IntArrayRef sizes, const Tensor& like, at::MemoryFormat mf) {
@@ -186,7 +193,7 @@ std::tuple<Tensor, Tensor, Tensor> convolution_backward_neuron(
     }
   }
   if (mask[1]) {
-    gw = empty_conv(weight.sizes(), weight, weight.suggest_memory_format());
+    gw = empty_conv(weight.sizes(), weight, mf);
     if (gw.numel() != 0) {
       if (!transposed)
         launch_conv(NK_CONV_BACKWARD_WEIGHT, nd, stride, padding, dilation, groups, {},

@@ -1,0 +1,535 @@
+"""torch.compile on neuron (torch_neuronx/_inductor): Inductor's C++ kernels
+run as tasks on neuron streams.  Every result is compared with CPU eager;
+graphs run with the CPU fallback in error mode (the `native` fixture), so a
+compiled graph that fell back to the CPU would fail.
+
+Compiles are slow on small machines, so tests share compiled functions where
+the behaviour under test allows it (module-scoped fixtures), and the
+Inductor cache is one directory per run of this module.
+"""
+import copy
+import os
+import re
+import time
+import warnings
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch._dynamo.utils import counters
+from torch._inductor.utils import run_and_get_code
+from torch.profiler import ProfilerActivity, profile
+
+import torch_neuronx
+from conftest import assert_same
+
+GRAD_TOL = dict(rtol=1e-4, atol=1e-4)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _inductor_cache_dir(tmp_path_factory):
+    """A fresh Inductor cache for this module (no state from earlier runs)."""
+    old = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(tmp_path_factory.mktemp("inductor"))
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+    if old is None:
+        os.environ.pop("TORCHINDUCTOR_CACHE_DIR")
+    else:
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = old
+
+
+def neuron_copy(module):
+    return copy.deepcopy(module).to("neuron")
+
+
+def kernels_in(code):
+    """The generated C++ kernels' names launched in a wrapper's code."""
+    return re.findall(r"neuron_launch\((cpp_\w+), ", code)
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(32, 64)
+        self.fc2 = nn.Linear(64, 10)
+
+    def forward(self, x):
+        return self.fc2(F.gelu(self.fc1(x))).log_softmax(-1)
+
+
+@pytest.fixture(scope="module")
+def mlp():
+    """(cpu module, neuron copy, the neuron copy compiled with the default backend)."""
+    torch.manual_seed(0)
+    cpu = MLP()
+    dev = neuron_copy(cpu)
+    return cpu, dev, torch.compile(dev)
+
+
+def test_registration_is_lazy_and_complete():
+    from torch._dynamo.device_interface import get_interface_for_device
+    from torch._inductor.codegen.common import get_scheduling_for_device
+
+    torch.compile(lambda x: x + 1)(torch.ones(2, device="neuron"))
+    from torch_neuronx._inductor.device_interface import NeuronInterface
+    from torch_neuronx._inductor.scheduling import NeuronScheduling
+
+    assert get_interface_for_device("neuron") is NeuronInterface
+    assert get_scheduling_for_device("neuron") is NeuronScheduling
+    assert "neuron" in torch._dynamo.list_backends()
+    # The device module still says "absent" to Inductor's probe.
+    assert not hasattr(torch.neuron, "Scheduling")
+    props = NeuronInterface.Worker.get_device_properties("neuron:1")
+    assert props.name == torch.neuron.get_device_properties(1).name
+
+
+def test_mlp_forward_backward(mlp, native):
+    cpu, dev, compiled = mlp
+    x = torch.randn(16, 32)
+    target = torch.randint(0, 10, (16,))
+    ref = F.nll_loss(cpu(x), target)
+    ref.backward()
+    dev.zero_grad()
+    loss = F.nll_loss(compiled(x.to("neuron")), target.to("neuron"))
+    loss.backward()
+    assert_same(loss.detach(), ref.detach())
+    for (name, p), q in zip(dev.named_parameters(), cpu.parameters()):
+        assert_same(p.grad, q.grad, **GRAD_TOL), name
+    cpu.zero_grad()
+
+
+def test_generated_code_launches_on_the_stream_with_the_pool_threads():
+    f = torch.compile(lambda x, y: torch.tanh(x) * y + x.sum(-1, keepdim=True))
+    x = torch.randn(1024, 1024, device="neuron")  # large enough to run in parallel
+    y = torch.randn(1024, 1024, device="neuron")
+    out, (code,) = run_and_get_code(f, x, y)
+    assert_same(out, torch.tanh(x.cpu()) * y.cpu() + x.cpu().sum(-1, keepdim=True), **GRAD_TOL)
+    assert kernels_in(code)
+    assert "empty_strided_neuron(" in code
+    # no host-side waits in the wrapper
+    assert "synchronize" not in code and "neuron_sync" not in code
+    threads = torch_neuronx._C._compute_threads()
+    if threads > 1:
+        assert f"#pragma omp parallel num_threads({threads})" in code
+    else:
+        assert "#pragma omp parallel" not in code
+
+
+def test_conv_batchnorm_training(native):
+    torch.manual_seed(1)
+    cpu = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
+                        nn.Conv2d(8, 4, 3, stride=2), nn.Flatten(), nn.Linear(4 * 3 * 3, 5))
+    dev = neuron_copy(cpu)
+    compiled = torch.compile(dev)
+    for step in range(2):
+        x = torch.randn(4, 3, 8, 8)
+        ref = cpu(x)
+        ref.square().mean().backward()
+        out = compiled(x.to("neuron"))
+        out.square().mean().backward()
+        assert_same(out.detach(), ref.detach(), **GRAD_TOL)
+    for (name, p), q in zip(dev.named_parameters(), cpu.parameters()):
+        assert_same(p.grad, q.grad, **GRAD_TOL), name
+    # batch norm's running statistics are mutated inside the graph
+    assert_same(dev[1].running_mean, cpu[1].running_mean, **GRAD_TOL)
+    assert_same(dev[1].running_var, cpu[1].running_var, **GRAD_TOL)
+    assert int(dev[1].num_batches_tracked) == 2
+    # inference: layout optimisation may make convolution inputs channels-last
+    cpu.eval()
+    dev.eval()
+    with torch.no_grad():
+        x = torch.randn(2, 3, 8, 8)
+        assert_same(torch.compile(dev)(x.to("neuron")), cpu(x), **GRAD_TOL)
+
+
+def test_sdpa_forward_backward(native):
+    torch.manual_seed(2)
+    q, k, v = (torch.randn(2, 4, 24, 16, requires_grad=True) for _ in range(3))
+
+    def attn(q, k, v):
+        return F.scaled_dot_product_attention(q * 1.5, k, v, is_causal=True).relu()
+
+    ref = attn(q, k, v)
+    ref.sum().backward()
+    qd, kd, vd = (t.detach().to("neuron").requires_grad_() for t in (q, k, v))
+    out = torch.compile(attn)(qd, kd, vd)
+    out.sum().backward()
+    assert_same(out.detach(), ref.detach(), **GRAD_TOL)
+    for got, want in ((qd, q), (kd, k), (vd, v)):
+        assert_same(got.grad, want.grad, **GRAD_TOL)
+
+
+def test_embedding_and_dropout(native):
+    torch.manual_seed(3)
+    emb = nn.Embedding(50, 16)
+    dev = neuron_copy(emb)
+    idx = torch.randint(0, 50, (6, 7))
+
+    def f(e, i):
+        return F.dropout(e(i), p=0.5, training=True)
+
+    compiled = torch.compile(f)
+    out = compiled(dev, idx.to("neuron"))
+    out.sum().backward()
+    rows = emb(idx).detach()
+    kept = out.detach().cpu() != 0
+    # dropout: about half kept, the kept values scaled by 2, the rest 0
+    assert 0.35 < kept.float().mean().item() < 0.65
+    torch.testing.assert_close(out.detach().cpu()[kept], 2 * rows[kept])
+    # the backward uses the forward's mask: each row's gradient counts its kept uses, x2
+    grad = torch.zeros(50, 16).index_put_((idx,), 2 * kept.float(), accumulate=True)
+    assert_same(dev.weight.grad, grad)
+    # a new draw next call
+    assert not torch.equal(compiled(dev, idx.to("neuron")).detach().cpu() != 0, kept)
+
+
+def test_dynamic_shapes_compile_once(native):
+    counters.clear()
+
+    def f(x, w):
+        return (x @ w).softmax(-1) * x.sum(-1, keepdim=True)
+
+    compiled = torch.compile(f, dynamic=True)
+    w = torch.randn(8, 8)
+    for n in (3, 7, 19, 64):
+        x = torch.randn(n, 8)
+        assert_same(compiled(x.to("neuron"), w.to("neuron")), f(x, w), **GRAD_TOL)
+    assert counters["stats"]["unique_graphs"] == 1
+
+
+def test_graph_on_second_device(native):
+    torch.manual_seed(4)
+    cpu = MLP()
+    dev = copy.deepcopy(cpu).to("neuron:1")
+    x = torch.randn(5, 32)
+    compiled = torch.compile(dev)
+    compiled(x.to("neuron:1"))
+    torch.neuron.synchronize(1)
+    before = torch.neuron.memory_allocated(0)
+    out = compiled(x.to("neuron:1"))
+    assert out.device == torch.device("neuron", 1)
+    # every intermediate buffer was on neuron:1 too
+    assert torch.neuron.memory_allocated(0) == before
+    assert torch.neuron.current_device() == 0
+    assert_same(out, cpu(x), **GRAD_TOL)
+
+
+def busy_stream(rounds=6):
+    """A stream with long eager work queued (matmuls) and a (64, 256) result
+    of it; the caller makes another stream wait on the returned event."""
+    a = torch.randn(1024, 1024, device="neuron")
+    torch.neuron.synchronize()
+    s2 = torch.neuron.Stream()
+    done = torch.neuron.Event()
+    with torch.neuron.stream(s2):
+        big = a
+        for _ in range(rounds):
+            big = big @ a / 32
+        y = big[:64, :256] * 1.0
+        done.record(s2)
+    return y, done
+
+
+def test_two_streams_with_events_and_no_added_sync(native):
+    f = torch.compile(lambda x: (x * 2 + 1).relu().sum(-1))
+    f(torch.randn(64, 256, device="neuron"))  # compile
+    s1 = torch.neuron.Stream()
+    y, done = busy_stream()
+    with torch.neuron.stream(s1):
+        s1.wait_event(done)
+        t0 = time.perf_counter()
+        out = f(y)  # compiled kernel queued behind s2's work
+        returned_after = time.perf_counter() - t0
+        pending = not s1.query()
+        z = out + 1  # eager work after compiled work on s1
+    s1.synchronize()
+    if torch.neuron.is_launch_blocking():  # every launch waits for its task
+        assert not pending
+    else:
+        assert pending, f"the compiled call waited for the device ({returned_after:.3f} s)"
+    expected = (y.cpu() * 2 + 1).relu().sum(-1)
+    assert_same(out, expected, **GRAD_TOL)
+    assert_same(z, expected + 1, **GRAD_TOL)
+
+
+def test_user_streams_and_events_inside_a_graph(native):
+    # Dynamo traces stream contexts and events into the graph (fullgraph);
+    # the kernels run on the streams the code names.
+    def f(x, side, event):
+        y = x.sin()
+        event.record()
+        with torch.neuron.stream(side):
+            side.wait_event(event)
+            z = y.cos() * 2
+        torch.accelerator.current_stream().wait_stream(side)
+        return z + y
+
+    compiled = torch.compile(f, fullgraph=True)
+    x = torch.randn(64, 256, device="neuron")
+    out, (code,) = run_and_get_code(compiled, x, torch.neuron.Stream(), torch.neuron.Event())
+    assert_same(out, x.cpu().sin().cos() * 2 + x.cpu().sin(), **GRAD_TOL)
+    assert "streams.wait_event" in code and "with stream1:" in code
+    # every kernel is launched inside the block of its stream, the cos on
+    # the side stream
+    lines = code.splitlines()
+
+    def enclosing_block(i):
+        indent = len(lines[i]) - len(lines[i].lstrip())
+        return next(line.strip() for line in reversed(lines[:i])
+                    if line.strip() and len(line) - len(line.lstrip()) < indent)
+
+    launches = {line.strip(): enclosing_block(i) for i, line in enumerate(lines)
+                if line.strip().startswith("neuron_launch(")}
+    assert len(launches) == 3, launches
+    assert set(launches.values()) == {"with default_stream:", "with stream1:"}, launches
+    assert [b for k, b in launches.items() if "cpp_fused_cos" in k] == ["with stream1:"]
+
+
+def test_cpu_scalar_inputs_are_read_at_launch(native):
+    f = torch.compile(lambda x, scale: x * scale + 1)
+    scale = torch.tensor(3.0)  # a 0-dim CPU tensor: Inductor reads it in the device kernel
+    f(torch.ones(64, 256, device="neuron"), scale)
+    s1 = torch.neuron.Stream()
+    y, done = busy_stream()
+    with torch.neuron.stream(s1):
+        s1.wait_event(done)
+        out = f(y, scale)
+        scale.fill_(100.0)  # the host moves on while the kernel waits
+    s1.synchronize()
+    assert_same(out, y.cpu() * 3 + 1, **GRAD_TOL)
+
+
+def test_compiled_optimizer_step(native):
+    torch.manual_seed(6)
+    cpu = nn.Linear(16, 4)
+    dev = neuron_copy(cpu)
+    opt_cpu = torch.optim.AdamW(cpu.parameters(), lr=1e-2)
+    opt_dev = torch.optim.AdamW(dev.parameters(), lr=1e-2)  # step counts stay on the CPU
+    step = torch.compile(opt_dev.step)
+    for _ in range(3):
+        x = torch.randn(8, 16)
+        cpu(x).square().sum().backward()
+        opt_cpu.step()
+        opt_cpu.zero_grad()
+        dev(x.to("neuron")).square().sum().backward()
+        step()
+        opt_dev.zero_grad()
+    assert_same(dev.weight.detach(), cpu.weight.detach(), **GRAD_TOL)
+    assert_same(dev.bias.detach(), cpu.bias.detach(), **GRAD_TOL)
+
+
+def test_autocast_bfloat16(mlp, native):
+    cpu, dev, _ = mlp
+    x = torch.randn(8, 32)
+    compiled = torch.compile(lambda m, x: m(x))
+    with torch.autocast("neuron", dtype=torch.bfloat16):
+        out = compiled(dev, x.to("neuron"))
+        eager = dev(x.to("neuron"))
+    # neuron autocasts with CUDA's op lists (log_softmax in float32), the CPU
+    # with its own: the dtypes are eager neuron's, the values the CPU's
+    # within bfloat16's precision.
+    assert out.dtype == eager.dtype == torch.float32
+    assert_same(out.detach(), cpu(x).detach(), rtol=3e-2, atol=3e-2)
+    with torch.autocast("neuron", dtype=torch.bfloat16):
+        mm = torch.compile(lambda a, b: a @ b + 1)(x.to("neuron"), x.to("neuron").T)
+    assert mm.dtype == torch.bfloat16
+
+
+def test_graph_breaks_and_compiler_disable(native):
+    counters.clear()
+    eager_calls = []
+
+    @torch.compiler.disable
+    def eager_part(x):
+        eager_calls.append(torch.compiler.is_compiling())
+        return x * 3
+
+    def f(x):
+        y = x.sin() + 1
+        torch._dynamo.graph_break()
+        z = eager_part(y)
+        return z.cos() * 2
+
+    x = torch.randn(32, 8)
+    out = torch.compile(f)(x.to("neuron"))
+    assert_same(out, ((x.sin() + 1) * 3).cos() * 2, **GRAD_TOL)
+    assert eager_calls == [False]
+    assert counters["stats"]["unique_graphs"] == 2
+
+
+def test_recompiles_on_new_shape_and_dtype(native):
+    counters.clear()
+    f = torch.compile(lambda x: x.exp() - x * x, dynamic=False)
+    for shape, dtype in (((4, 4), torch.float32), ((4, 4), torch.float32),
+                         ((6, 3), torch.float32), ((4, 4), torch.float64)):
+        x = torch.randn(shape, dtype=dtype)
+        assert_same(f(x.to("neuron")), x.exp() - x * x)
+    assert counters["stats"]["unique_graphs"] == 3
+    # automatic dynamic shapes: the second size recompiles once, dynamically
+    counters.clear()
+    g = torch.compile(lambda x: x.exp() - x * x)
+    for n in (4, 6, 9, 13):
+        x = torch.randn(n, 3)
+        assert_same(g(x.to("neuron")), x.exp() - x * x)
+    assert counters["stats"]["unique_graphs"] == 2
+
+
+def test_backend_neuron_and_modes(native):
+    torch.manual_seed(5)
+    cpu = MLP()
+    x = torch.randn(4, 32)
+    ref = cpu(x)
+    dev = neuron_copy(cpu)
+    assert_same(torch.compile(dev, backend="neuron")(x.to("neuron")), ref, **GRAD_TOL)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the default mode warns about nothing
+        assert_same(torch.compile(neuron_copy(cpu), backend="neuron", mode="default")(
+            x.to("neuron")), ref, **GRAD_TOL)
+    with pytest.warns(UserWarning, match="CUDA-graph capture"):
+        out = torch.compile(neuron_copy(cpu), mode="max-autotune")(x.to("neuron"))
+    assert_same(out, ref, **GRAD_TOL)
+    for backend in ("neuron", "inductor"):
+        with pytest.warns(UserWarning, match="mode='reduce-overhead'.*not implemented"):
+            out = torch.compile(neuron_copy(cpu), backend=backend,
+                                mode="reduce-overhead")(x.to("neuron"))
+        assert_same(out, ref, **GRAD_TOL)
+    with pytest.raises(RuntimeError, match="Unrecognized mode"):
+        torch.compile(neuron_copy(cpu), backend="neuron", mode="fastest")(x.to("neuron"))
+
+
+def test_error_in_generated_kernel_is_a_stream_error():
+    f = torch.compile(lambda x, i: x[i] * 2)
+    x = torch.randn(100, 64, device="neuron")
+    good = torch.randint(0, 100, (4096,), device="neuron")
+    assert_same(f(x, good), x.cpu()[good.cpu()] * 2)
+    bad = good.clone()
+    bad[1234] = 100  # one past the end
+    blocking = torch.neuron.is_launch_blocking()
+    if blocking:  # TORCHNEURON_LAUNCH_BLOCKING=1: the launch reports it
+        with pytest.raises(RuntimeError, match=r"cpp_fused\w*: index out of bounds"):
+            f(x, bad)
+    else:
+        f(x, bad)  # queued: the error comes at the next synchronisation
+        with pytest.raises(RuntimeError, match=r"cpp_fused\w*: index out of bounds"):
+            torch.neuron.synchronize()
+    # the stream and the process keep working
+    assert_same(f(x, good), x.cpu()[good.cpu()] * 2)
+    # a C++ exception from generated code (integer division by zero) too
+    g = torch.compile(lambda a, b: a // b + 1)
+    a = torch.arange(1, 65, device="neuron")
+    b = torch.ones(64, dtype=torch.long, device="neuron")
+    b[7] = 0
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        g(a, b).cpu()
+    b[7] = 2
+    assert_same(g(a, b), a.cpu() // b.cpu() + 1)
+
+
+def test_memory_stats_move(mlp):
+    _, dev, compiled = mlp
+    x = torch.randn(64, 32, device="neuron")
+    with torch.no_grad():
+        compiled(x)
+        torch.neuron.synchronize()
+        torch.neuron.reset_peak_memory_stats()
+        stats = torch.neuron.memory_stats()
+        out = compiled(x)
+        after = torch.neuron.memory_stats()
+    assert after["allocation.all.allocated"] > stats["allocation.all.allocated"]
+    assert after["allocated_bytes.all.current"] >= stats["allocated_bytes.all.current"] + out.nbytes
+    assert torch.neuron.max_memory_allocated() >= stats["allocated_bytes.all.current"] + out.nbytes
+
+
+def test_profiler_shows_compiled_kernels(mlp):
+    _, _, compiled = mlp
+    x = torch.randn(64, 32, device="neuron")
+    with torch.no_grad():
+        compiled(x)
+        torch.neuron.synchronize()
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]) as prof:
+            compiled(x)
+            torch.neuron.synchronize()
+    names = {e.name for e in prof.events()
+             if e.device_type == torch.autograd.DeviceType.PrivateUse1}
+    assert any(re.search(r"cpp_fused_\w+", n) for n in names), names
+
+
+def hand_written_kernel(name, arg_types, body):
+    """A launch handle for a kernel written here, wrapped as generated ones are."""
+    import ctypes
+
+    from torch._inductor.codecache import CppCodeCache
+
+    from torch_neuronx._inductor.trampoline import arg_kinds, wrap_source
+
+    params = ", ".join(f"{t} a{i}" for i, t in enumerate(arg_types))
+    src = ("#include <torch/csrc/inductor/cpp_prefix.h>\n"
+           f'extern "C" void kernel({params}) {{ {body} }}\n')
+    lib = CppCodeCache.load(wrap_source(src, arg_types))
+    entry = ctypes.cast(lib.neuron_entry, ctypes.c_void_p).value
+    return torch_neuronx._C._compiled_kernel(entry, name, arg_kinds(arg_types))
+
+
+def test_launch_protocol_and_bad_launches():
+    launch = torch_neuronx._C._neuron_launch
+    axpy = hand_written_kernel(
+        "test_axpy", ["const float*", "float*", "const int64_t", "const float"],
+        "for (int64_t i = 0; i < a2; ++i) a1[i] = a3 * a0[i] + a1[i];")
+    x = torch.arange(8.0, device="neuron")
+    out = torch.ones(8, device="neuron")
+    launch(axpy, 0, x, out, 8, 0.5)
+    assert_same(out, 0.5 * torch.arange(8.0) + 1)
+    with pytest.raises(TypeError, match="test_axpy takes 4 arguments, got 3"):
+        launch(axpy, 0, x, out, 8)
+    with pytest.raises(TypeError, match="argument 1 must be Float, got Long"):
+        launch(axpy, 0, x, out.long(), 8, 0.5)
+    with pytest.raises(ValueError, match="argument 0 must be on neuron:0, got cpu"):
+        launch(axpy, 0, x.cpu(), out, 8, 0.5)
+    with pytest.raises(ValueError, match="must be on neuron:1"):
+        launch(axpy, 1, x, out, 8, 0.5)
+    with pytest.raises(TypeError, match="argument 0 must be a tensor"):
+        launch(axpy, 0, 3, out, 8, 0.5)
+    # a 0-dim CPU tensor is accepted as an input the kernel reads, never written
+    store = hand_written_kernel("test_store", ["const float*", "float*"], "a1[0] = a0[0];")
+    one = torch.zeros(1, device="neuron")
+    launch(store, 0, torch.tensor(7.0), one)
+    assert one.item() == 7.0
+    with pytest.raises(ValueError, match="argument 1 must be on neuron:0, got cpu"):
+        launch(store, 0, torch.tensor(7.0), torch.tensor(0.0))
+    with pytest.raises(ValueError, match="argument 0 must be on neuron:0, got cpu"):
+        launch(store, 0, torch.ones(1), one)  # 1-dim
+    with pytest.raises(TypeError, match="argument 2 must be an int"):
+        launch(axpy, 0, x, out, 8.0, 0.5)
+    with pytest.raises(TypeError, match="argument 3 must be a float"):
+        launch(axpy, 0, x, out, 8, "0.5")
+    with pytest.raises(OverflowError):
+        launch(axpy, 0, x, out, 2**70, 0.5)
+    with pytest.raises(TypeError, match="compiled kernel handle"):
+        launch(object(), 0, x, out, 8, 0.5)
+    with pytest.raises(RuntimeError, match="Invalid device index"):
+        launch(axpy, 5, x, out, 8, 0.5)
+    assert_same(out, 0.5 * torch.arange(8.0) + 1)  # no bad call ran
+    # more arguments than the task's inline slots: a heap block
+    n = 40
+    total = hand_written_kernel(
+        "test_many", ["int64_t*"] + ["const int64_t"] * n,
+        " ".join(f"a0[0] += a{i};" for i in range(1, n + 1)))
+    acc = torch.zeros(1, dtype=torch.long, device="neuron")
+    launch(total, 0, acc, *range(n))
+    assert acc.item() == sum(range(n))
+    # a kernel that throws fails its task, not the process
+    throws = hand_written_kernel("test_throws", ["float*"], "throw 42;")
+    with pytest.raises(RuntimeError, match="test_throws: .*not a std::exception"):
+        launch(throws, 0, out)  # raises here with TORCHNEURON_LAUNCH_BLOCKING=1
+        torch.neuron.synchronize()
+    # the allocator fast path
+    empty = torch_neuronx._C._empty_strided_neuron((2, 3), (1, 2), torch.float16, 1)
+    assert empty.device == torch.device("neuron", 1) and empty.stride() == (1, 2)
+    assert empty.dtype == torch.float16
+    with pytest.raises(RuntimeError):
+        torch_neuronx._C._empty_strided_neuron((2, -3), (3, 1), torch.float32, 0)
+    with pytest.raises(TypeError):
+        torch_neuronx._C._empty_strided_neuron((2, 3), (3, 1), "float", 0)

@@ -1,0 +1,82 @@
+"""Inductor's C++ kernel classes, with checks that cannot end the process.
+
+Upstream, a failed check in a generated CPU kernel throws (``TORCH_CHECK`` for
+an indirect index out of bounds, ``CppKernel.indirect_assert``,
+torch/_inductor/codegen/cpp.py:3603 and codegen/common.py:2371;
+``device_assert_async``, cpp.py:2216).  Those lines sit inside the kernel's
+``#pragma omp parallel`` loops, and an exception that leaves an OpenMP region
+calls ``std::terminate``: ``x[i]`` with a bad index in a compiled CPU graph
+kills the process (checked on torch 2.13).  On neuron a bad index must become
+a stream error like any kernel's, with the process alive.
+
+So for neuron kernels a check never throws.  It records the first failure
+(``neuron_task::fail``, trampoline.py), and the trampoline throws it after the
+kernel has returned.  An indirect index that fails its bounds check is also
+replaced by 0 before the access that follows, so the kernel stays inside its
+buffers for the rest of the launch (the launch fails anyway; the outputs of a
+failed launch are unspecified, as on any device).
+
+The classes are plugged in through ``CppKernelProxy.kernel_cls`` /
+``vec_kernel_cls`` / ``tile2d_kernel_cls``, the extension points Inductor
+provides for this (cpp.py:4166-4175).
+"""
+from __future__ import annotations
+
+import sympy
+from torch._inductor.codegen.cpp import (
+    CppKernel,
+    CppKernelProxy,
+    CppTile2DKernel,
+    CppVecKernel,
+)
+from torch.utils._sympy.symbol import SymT, symbol_is_type
+
+
+class _NonThrowingChecks:
+    # The C++ variable a running check_bounds guards, if it can be clamped.
+    _neuron_guarded: str | None = None
+
+    @property
+    def assert_function(self) -> str:
+        # Used by indirect_assert as "<assert_function>(cond, msg)".
+        if self._neuron_guarded is not None:
+            return f"neuron_task::index_guard({self._neuron_guarded})"
+        return "neuron_task::check"
+
+    def check_bounds(self, expr: sympy.Expr, size: sympy.Expr, lower: bool, upper: bool):
+        # An indirect index (CSEProxy.indirect_indexing, codegen/common.py:2862)
+        # is one CSE variable, the C++ variable the access's index uses:
+        # setting it to 0 keeps the access inside the buffer.  (Index 0 of an
+        # empty dimension too: the launch passes an empty tensor as a scratch
+        # block covering index 0, compiled.cpp.)  A direct index expression
+        # (index_propagation.py:376, loop variables only) has no variable to
+        # clamp: its failure is recorded and the access happens.
+        guard = None
+        if isinstance(expr, sympy.Symbol) and symbol_is_type(expr, SymT.TMP):
+            guard = str(expr)
+        previous, self._neuron_guarded = self._neuron_guarded, guard
+        try:
+            return super().check_bounds(expr, size, lower, upper)  # type: ignore[misc]
+        finally:
+            self._neuron_guarded = previous
+
+    def device_assert_async(self, cond, msg):
+        self.compute.writeline(f'neuron_task::check({cond}, "{msg}");')  # type: ignore[attr-defined]
+
+
+class NeuronCppKernel(_NonThrowingChecks, CppKernel):
+    pass
+
+
+class NeuronCppVecKernel(_NonThrowingChecks, CppVecKernel):
+    pass
+
+
+class NeuronCppTile2DKernel(_NonThrowingChecks, CppTile2DKernel):
+    pass
+
+
+class NeuronCppKernelProxy(CppKernelProxy):
+    kernel_cls = NeuronCppKernel
+    vec_kernel_cls = NeuronCppVecKernel
+    tile2d_kernel_cls = NeuronCppTile2DKernel

@@ -1,0 +1,136 @@
+"""Three torch 2.13 Inductor assumptions that do not hold for a C++-codegen
+device other than "cpu" or a GPU, worked around for neuron only.
+
+All are installed once by ``install()``; each wrapper checks that the
+device is neuron and otherwise calls the upstream function unchanged, so CPU
+and CUDA graphs compile exactly as before.  Line numbers are those of the
+installed torch 2.13.0.  Upstream discussion: RFC pytorch/pytorch#189137.
+
+A. Loop re-indexing after fusion assumes SIMD (Triton-style) loop groups
+   for every device that is not "cpu".
+   ``Scheduler.shared_data_after_inverting_indexing``
+   (torch/_inductor/scheduler.py:6717), ``shared_data_after_reordering_loop``
+   (:6854) and ``_try_reindex_pointwise_for_reduction`` (:7006) skip CPU nodes
+   with ``node.is_cpu()`` (a device-type test), then read ``node.group`` as
+   (numel, rnumel) sympy products.  CppScheduling's groups are tuples of
+   sizes, so for neuron nodes ``groups[0] * groups[1]`` raised
+   ``TypeError: can't multiply sequence by non-int of type 'tuple'``.  The
+   wrappers give neuron nodes the answer CPU nodes get ("not applicable"),
+   leaving ``config.loop_ordering_after_fusion`` and friends alone for other
+   devices.
+
+C. ``torch._inductor.utils.get_current_backend`` (utils.py:4104) answers
+   ``config.cuda_backend`` ("triton") for any device it does not know.
+   ``CSEProxy._default`` (codegen/common.py:2675) then skips the C++ dtype
+   propagation, so C++ variables lack dtypes and dropout/embedding kernels
+   fail (``AssertionError`` in ``CppVecKernel.arange``, codegen/cpp.py:3385);
+   ``upcast_compute_type`` (utils.py:4133) and ``check_dtype``
+   (codegen/common.py:739) take Triton's branches too.  The wrapper answers
+   "cpp" for neuron.  It is rebound in every module that imported the
+   function by name (utils, codegen.common, scheduler, kernel.mm_common).
+
+E. User streams in a graph (Dynamo traces ``with torch.neuron.stream(s)``)
+   need the wrapper's device-guard block: ``codegen_device_guard_enter``
+   (codegen/wrapper.py:1831) is what defines ``default_stream`` and the
+   ``streamN`` variables, but the scheduler enters it only where
+   ``utils.device_need_guard`` (utils.py:3645) holds, i.e. for GPUs, while it
+   emits ``with streamN:`` whenever a device is current (scheduler.py:9452):
+   ``NameError: name 'stream1' is not defined``.  For neuron the wrapper has
+   no other use for a device guard (allocations and launches carry the
+   device index), so ``device_need_guard`` holds for neuron exactly when the
+   graph has nodes on user streams.  Rebound in utils and scheduler.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+_installed = False
+
+
+def _is_neuron_node(node: Any) -> bool:
+    device = node.get_device()
+    return device is not None and device.type == "neuron"
+
+
+def _skip_for_neuron(method: Callable, not_applicable: Any) -> Callable:
+    @functools.wraps(method)
+    def wrapper(self, node1, node2, *args, **kwargs):
+        if _is_neuron_node(node1) or _is_neuron_node(node2):
+            return not_applicable
+        return method(self, node1, node2, *args, **kwargs)
+
+    wrapper._neuron_workaround = True  # type: ignore[attr-defined]
+    return wrapper
+
+
+def _install_a() -> None:
+    from torch._inductor.scheduler import Scheduler
+
+    # (method, the value upstream returns for CPU nodes)
+    for name, not_applicable in (
+        ("shared_data_after_inverting_indexing", -1),
+        ("shared_data_after_reordering_loop", -1),
+        ("_try_reindex_pointwise_for_reduction", False),
+    ):
+        method = getattr(Scheduler, name)
+        if not getattr(method, "_neuron_workaround", False):
+            setattr(Scheduler, name, _skip_for_neuron(method, not_applicable))
+
+
+def _install_c() -> None:
+    import torch._inductor.codegen.common as common
+    import torch._inductor.kernel.mm_common as mm_common
+    import torch._inductor.scheduler as scheduler
+    import torch._inductor.utils as utils
+
+    upstream = utils.get_current_backend
+    if getattr(upstream, "_neuron_workaround", False):
+        return
+
+    @functools.wraps(upstream)
+    def get_current_backend(device_type: str | None = None) -> str:
+        if not device_type:
+            from torch._inductor.virtualized import V
+
+            device_type = V.graph.get_current_device_or_throw().type
+        if device_type == "neuron":
+            return "cpp"
+        return upstream(device_type)
+
+    get_current_backend._neuron_workaround = True  # type: ignore[attr-defined]
+    for module in (utils, common, scheduler, mm_common):
+        if getattr(module, "get_current_backend", None) is upstream:
+            module.get_current_backend = get_current_backend
+
+
+def _install_e() -> None:
+    import torch._inductor.scheduler as scheduler
+    import torch._inductor.utils as utils
+
+    upstream = utils.device_need_guard
+    if getattr(upstream, "_neuron_workaround", False):
+        return
+
+    @functools.wraps(upstream)
+    def device_need_guard(device: str) -> bool:
+        if device == "neuron":
+            from torch._inductor.virtualized import V
+
+            graph_scheduler = getattr(V.graph, "scheduler", None)
+            return bool(graph_scheduler is not None and graph_scheduler._has_multi_stream_nodes())
+        return upstream(device)
+
+    device_need_guard._neuron_workaround = True  # type: ignore[attr-defined]
+    for module in (utils, scheduler):
+        if getattr(module, "device_need_guard", None) is upstream:
+            module.device_need_guard = device_need_guard
+
+
+def install() -> None:
+    global _installed
+    if not _installed:
+        _install_a()
+        _install_c()
+        _install_e()
+        _installed = True
