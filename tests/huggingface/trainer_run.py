@@ -38,6 +38,7 @@ def main():
     p.add_argument("--bf16", action="store_true")
     p.add_argument("--save-steps", type=int, default=0)
     p.add_argument("--resume", default=None, help="checkpoint folder to resume from")
+    p.add_argument("--compile", action="store_true", help="torch_compile=True")
     a = p.parse_args()
 
     world = int(os.environ.get("WORLD_SIZE", "1"))
@@ -46,13 +47,14 @@ def main():
         learning_rate=1e-2, lr_scheduler_type="linear", warmup_steps=0, weight_decay=0.01,
         logging_steps=1, report_to="none", seed=42, data_seed=7, use_cpu=a.use_cpu, bf16=a.bf16,
         save_strategy="steps" if a.save_steps else "no", save_steps=a.save_steps or 500,
-        dataloader_num_workers=0, disable_tqdm=True)
+        dataloader_num_workers=0, disable_tqdm=True, torch_compile=a.compile)
     model = tiny.gpt2(dropout=a.dropout)
     log = LossLog()
     trainer = Trainer(model=model, args=args, train_dataset=tiny.TokenDataset(64), callbacks=[log])
     trainer.train(resume_from_checkpoint=a.resume)
     if args.process_index == 0:
         print(json.dumps({"device": str(trainer.model.device), "args_device": str(args.device),
+                          "compile_backend": args.torch_compile_backend,
                           "world": world, "losses": log.losses,
                           "param_dtype": str(next(trainer.model.parameters()).dtype)}))
 
