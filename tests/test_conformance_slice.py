@@ -5,9 +5,10 @@ checks, which must be able to fail.  `make conformance` runs all of op_db.
 
 A pair whose CPU result depends on the CPU's own instruction set is held to
 the float64 truth where this machine's CPU kernel rounds intermediates
-(conformance/reference.py: conv2d in bfloat16 without oneDNN bfloat16, i.e.
-on AVX2-only x86 or under `make test-avx2`; conv2d in float16 without
-AVX512_FP16); the test id is the same, the reference is the truth."""
+(conformance/reference.py: conv1d/conv2d in bfloat16 where oneDNN has no
+bfloat16 -- AVX2-only x86, `make test-avx2` -- and in float16 where it has
+no float16 -- no AVX512_FP16); the test id is the same, the reference is
+the truth."""
 import copy
 import dataclasses
 import json
