@@ -10,7 +10,7 @@ export CMAKE_BUILD_PARALLEL_LEVEL := $(JOBS)
 # clones and worktrees share hits.
 export CCACHE_BASEDIR ?= $(CURDIR)
 
-.PHONY: all build test ctest pytest sanitize conformance demo bench profile chromium clean models-doc
+.PHONY: all build test test-avx2 ctest pytest sanitize conformance demo bench profile chromium clean models-doc
 
 all: build
 
@@ -51,6 +51,18 @@ pytest: build chromium
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 1; fi; exit $$rc
 
 test: ctest pytest
+
+# `make test` as an AVX2-only x86-64 CPU runs it, on any newer one: torch's
+# own CPU kernels (ATEN_CPU_CAPABILITY), oneDNN's (its convolutions and
+# 16-bit paths), MKL's (its BLAS and LAPACK) and ours capped at AVX2; the C
+# tests run the portable and AVX2 kernels only.  The CPU reference's 16-bit
+# results differ there (tests/conformance/reference.py says where and why).
+AVX2_ENV := ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2 TORCHNEURON_ISA=avx2
+test-avx2: build
+	$(AVX2_ENV) $(VPY) -c "import torch; \
+	  assert torch.backends.cpu.get_cpu_capability() == 'AVX2', 'ATen not capped'; \
+	  assert not torch.ops.mkldnn._is_mkldnn_bf16_supported(), 'oneDNN not capped'"
+	$(AVX2_ENV) $(MAKE) --no-print-directory test
 
 # All of op_db on neuron vs cpu (long): results in build/conformance,
 # the table in docs/ops.md.  `make test` runs a slice of it.

@@ -1,10 +1,18 @@
 """The OpInfo conformance harness (tests/conformance) in `make test`: a
 representative slice of op_db on neuron against the CPU, every listed failure
 an xfail(strict) -- so an unexpected pass fails too -- and the harness's own
-checks, which must be able to fail.  `make conformance` runs all of op_db."""
+checks, which must be able to fail.  `make conformance` runs all of op_db.
+
+A pair whose CPU result depends on the CPU's own instruction set is held to
+the float64 truth where this machine's CPU kernel rounds intermediates
+(conformance/reference.py: conv1d/conv2d in bfloat16 where oneDNN has no
+bfloat16 -- AVX2-only x86, `make test-avx2` -- and in float16 where it has
+no float16 -- no AVX512_FP16); the test id is the same, the reference is
+the truth."""
 import copy
 import dataclasses
 import json
+import pathlib
 import sys
 import textwrap
 
@@ -12,7 +20,9 @@ import pytest
 import torch
 from torch.testing._internal.opinfo.core import SampleInput
 
-from conformance import catalog, expected, harness, run
+from conformance import catalog, expected, harness, reference, run
+
+from conftest import check_python
 
 EXPECTED = expected.load()
 
@@ -79,6 +89,65 @@ def test_a_wrong_gradient_fails():
 def test_a_wrong_integer_result_fails_by_one():
     verdict = harness.check(_wrong_on_neuron("neg", lambda r: r + 1), torch.int32, "neuron")
     assert verdict.status == harness.FAILS
+
+
+def _off_on_the_cpu(op, dtype, off):
+    """`op` whose CPU result in `dtype` (only: not the float64 truth) is off(result)."""
+    correct = op.op
+
+    def cpu_off(*args, **kwargs):
+        result = correct(*args, **kwargs)
+        if result.device.type == "cpu" and result.dtype == dtype:
+            return off(result)
+        return result
+
+    op.op = cpu_off
+    return op
+
+
+def _held_to_the_truth(monkeypatch, name, dtype_name):
+    deviation = reference.Deviation("always, in this test", lambda: True, "a test")
+    monkeypatch.setattr(reference, "DEVIATIONS", {(name, dtype_name): deviation})
+
+
+def test_a_pair_held_to_the_float64_truth(monkeypatch):
+    """With a reference.py entry in force the device is held to the float64
+    truth: a CPU result that misses it does not fail a correct device, a wrong
+    device result fails, and an entry whose CPU result is right fails as stale."""
+    _held_to_the_truth(monkeypatch, "mul", "bfloat16")
+    bf16 = torch.bfloat16
+    cpu_off = _off_on_the_cpu(copy.copy(catalog.find_op("mul")), bf16, lambda r: r + 1)
+    verdict = harness.check(cpu_off, bf16, "neuron")
+    assert verdict.status == harness.NATIVE and verdict.reference == "float64 truth: a test"
+    assert harness.check(cpu_off, bf16, "neuron", mode="native").status == harness.NATIVE
+    with monkeypatch.context() as undo:  # the same op held to the CPU fails
+        undo.setattr(reference, "DEVIATIONS", {})
+        assert harness.check(cpu_off, bf16, "neuron").status == harness.FAILS
+
+    both_off = _off_on_the_cpu(_wrong_on_neuron("mul", lambda r: r + 1), bf16, lambda r: r + 1)
+    verdict = harness.check(both_off, bf16, "neuron")
+    assert verdict.status == harness.FAILS and "float64 truth" in verdict.reason, verdict
+
+    verdict = harness.check("mul", bf16, "neuron")
+    assert verdict.status == harness.FAILS and "stale" in verdict.reason, verdict
+
+
+def test_conv2d_bfloat16_is_held_to_the_truth_without_onednn_bfloat16():
+    """The reference.py entry that `make test-avx2` (and an AVX2-only CPU)
+    needs, checked on every machine: with oneDNN capped at AVX2, ATen's CPU
+    bfloat16 conv2d misses the float64 truth (else the entry is stale) and the
+    device, at our AVX2 level, matches it."""
+    out = check_python("""
+        import torch, torch_neuronx
+        from conformance import harness, reference
+        assert reference.active("nn.functional.conv2d", "bfloat16") is not None
+        verdict = harness.check("nn.functional.conv2d", torch.bfloat16, "neuron")
+        print(verdict.status, verdict.reference.split(":")[0].replace(" ", "_"),
+              verdict.samples, verdict.reason)
+    """, env={"ONEDNN_MAX_CPU_ISA": "AVX2", "TORCHNEURON_ISA": "avx2",
+              "PYTHONPATH": str(pathlib.Path(__file__).parent)}, timeout=300)
+    status, ref, samples = out.split()[:3]
+    assert (status, ref) == (harness.NATIVE, "float64_truth") and int(samples) > 0, out
 
 
 def test_a_correct_op_passes_and_a_fallback_is_not_native(monkeypatch):

@@ -515,6 +515,31 @@ def _worker_faults(rank, world, port, result_dir):
     assert time.monotonic() - start < 30
 
 
+def _worker_device_order(rank, world, port):
+    """Collectives of one group on tensors of another device than the bound
+    one still run in issue order (the engine needs every rank's sequence to
+    be the same): each all_reduce on neuron:1 runs on that device's
+    communication stream, each barrier on neuron:0's.  They had run at once
+    on two stream workers, and a barrier overtook an all_reduce ("rank 1
+    called barrier while rank 0 called all_reduce")."""
+    dist.init_process_group("neuron", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                            world_size=world, timeout=timedelta(seconds=30),
+                            device_id=torch.device("neuron", 0))
+    xs = []
+    for i in range(20):
+        x = torch.full((5,), float(rank + i), device="neuron:1")
+        dist.all_reduce(x)
+        dist.barrier()
+        xs.append(x)
+    for i, x in enumerate(xs):
+        assert x.cpu().tolist() == [float(sum(r + i for r in range(world)))] * 5, (i, x)
+    dist.destroy_process_group()
+
+
+def test_collectives_on_another_device_keep_issue_order():
+    mp.spawn(_worker_device_order, args=(2, _free_port()), nprocs=2)
+
+
 TRANSPORTS = ["shm", "gloo"]
 
 

@@ -236,11 +236,29 @@ def test_inv_det_slogdet_match_cpu(dtype):
     same(torch.linalg.inv(ok.to(D)), torch.linalg.inv(ok), **t)
     inv, info = torch.linalg.inv_ex(A.to(D))
     same(info, torch.linalg.inv_ex(A)[1], atol=0, rtol=0)
-    same(torch.linalg.det(A.to(D)), torch.linalg.det(A), **t)
+    det = torch.linalg.det(A.to(D))
     sign, logabs = torch.linalg.slogdet(A.to(D))
+    assert det.device.type == sign.device.type == logabs.device.type == D
+    det, sign, logabs = det.cpu(), sign.cpu(), logabs.cpu()
     sc, lc = torch.linalg.slogdet(A)
-    same(sign, sc, atol=0, rtol=0)
-    same(logabs, lc, **t)
+    regular = torch.ones(2, 3, dtype=torch.bool)
+    regular[0, 1] = False
+    torch.testing.assert_close(det[regular], torch.linalg.det(A)[regular], **t)
+    torch.testing.assert_close(sign[regular], sc[regular], atol=0, rtol=0)
+    torch.testing.assert_close(logabs[regular], lc[regular], **t)
+    # A[0, 1] has two equal rows: its determinant is exactly 0, and what an LU
+    # computes for it is rounding noise whose size and sign follow the order
+    # of the operations.  The CPU's (MKL's getrf) depends on the kernels MKL
+    # picks for the CPU: capped at MKL_ENABLE_INSTRUCTIONS=SSE4_2 it is ours
+    # bit for bit; its AVX2 and AVX-512 kernels (an Intel CPU) give sign 1,
+    # log|det| -36.19 in float64 where ours is the exact 0 (sign 0, -inf),
+    # and -14.75 against our -14.45 in float32 (det 3.9e-7 vs 5.3e-7, both
+    # noise).  So that one is held to the truth: |det| within n^2 eps of
+    # Hadamard's bound, and slogdet consistent with det.
+    bound = 25 * torch.finfo(dtype).eps * A[0, 1].norm(dim=1).prod()
+    assert det[0, 1].abs() <= bound and logabs[0, 1] <= bound.log(), (det[0, 1], bound)
+    assert sign[0, 1] == (0 if logabs[0, 1] == -float("inf") else det[0, 1].sign())
+    torch.testing.assert_close(sign[0, 1] * logabs[0, 1].exp(), det[0, 1], **t)
     with pytest.raises(RuntimeError, match="singular"):
         torch.linalg.inv(A[0].to(D))
 

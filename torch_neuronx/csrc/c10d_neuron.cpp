@@ -24,8 +24,10 @@
 //    (TORCH_NCCL_BLOCKING_WAIT's counterpart).  async_op=False is the same
 //    path: torch.distributed calls wait(), so results are right in stream
 //    order.
-//  - Collectives of one backend run on one stream, so in issue order (the
-//    engine needs every rank to issue the same sequence).  The stream comes
+//  - Collectives of one backend run in issue order (the engine needs every
+//    rank to issue the same sequence): on one stream per device, and one
+//    whose stream differs from the previous collective's (tensors on another
+//    device than the bound one) waits for that stream first.  The stream comes
 //    from the runtime's high-priority pool (it has no private streams), so
 //    two process groups, or user code on a high-priority pool stream, may
 //    share it past 32 of them: still correct, but serialised; process groups
@@ -902,14 +904,14 @@ class NeuronBackend final : public c10d::Backend {
     for (auto& t : call.outputs) record(t, comm_c10);
     // The communication stream waits for everything queued so far on the
     // caller's stream (the inputs and their staging copies).
-    if (comm != user) {
-      nrt_event* ready = nullptr;
-      NEURON_CHECK(nrt_event_create(0, &ready));
-      nrt_status st = nrt_event_record(ready, user);
-      if (st == NRT_SUCCESS) st = nrt_stream_wait_event(comm, ready);
-      (void)nrt_event_destroy(ready);  // safe while the stream still waits on it
-      if (st != NRT_SUCCESS) raise_status(st, "neuron backend: stream wait");
-    }
+    if (comm != user) stream_waits_for(comm, user);
+    // The engine needs every rank's collectives in issue order.  A backend
+    // whose tensors are on another device than the last collective's (a
+    // worker on neuron:1 whose process group is bound to neuron:0: its
+    // barrier runs on neuron:0's stream) would otherwise run two of them at
+    // once on two stream workers, and a barrier overtook an all_reduce.
+    nrt_stream* previous = last_comm_.exchange(comm);
+    if (previous && previous != comm) stream_waits_for(comm, previous);
     auto state = std::make_shared<WorkState>(call.coll);
     auto* hc = new HostCall{transport_, state, std::move(call.fn), timeout_ms(call.timeout)};
     nrt_task task;
@@ -941,6 +943,16 @@ class NeuronBackend final : public c10d::Backend {
     return c10::make_intrusive<NeuronWork>(rank_, call.type, std::move(state), end, device,
                                            std::move(call.outputs), std::move(future),
                                            call.host_wait || blocking_wait_);
+  }
+
+  // `waiter` runs nothing more until `stream` has run what is queued on it now.
+  static void stream_waits_for(nrt_stream* waiter, nrt_stream* stream) {
+    nrt_event* ready = nullptr;
+    NEURON_CHECK(nrt_event_create(0, &ready));
+    nrt_status st = nrt_event_record(ready, stream);
+    if (st == NRT_SUCCESS) st = nrt_stream_wait_event(waiter, ready);
+    (void)nrt_event_destroy(ready);  // safe while the stream still waits on it
+    if (st != NRT_SUCCESS) raise_status(st, "neuron backend: stream wait");
   }
 
   // record_stream; memory the caching allocator does not own (from_blob)
@@ -1132,6 +1144,7 @@ class NeuronBackend final : public c10d::Backend {
   bool blocking_wait_;
   std::mutex mutex_;
   std::unordered_map<c10::DeviceIndex, nrt_stream*> streams_;
+  std::atomic<nrt_stream*> last_comm_{nullptr};  // the last collective's stream
 };
 
 }  // namespace
