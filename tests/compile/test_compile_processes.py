@@ -70,6 +70,12 @@ def test_warm_cache_runs_no_compiler_and_codegen_version_misses(tmp_path):
     other = run_step(tmp_path, NEURON_TEST_CODEGEN_VERSION="neuron-codegen-test")
     assert other["aot_hit"] == 0 and other["aot_miss"] == 1, other
     assert other["fx_hit"] == 0 and other["fx_miss"] == 2, other
+    # Another vector ISA (ATEN_CPU_CAPABILITY=default: no vectorisation, on
+    # any machine): both caches miss and the step is still right.  The FX
+    # key does not hold the ISA; a graph cached under AVX-512 and loaded
+    # under an AVX2 cap had crashed in its kernels.
+    scalar = run_step(tmp_path, ATEN_CPU_CAPABILITY="default")
+    assert scalar["aot_miss"] == 1 and scalar["fx_miss"] == 2, scalar
 
 
 def test_autoload_imports_no_compiler_and_default_backend_works(tmp_path):

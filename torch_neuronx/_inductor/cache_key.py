@@ -12,7 +12,10 @@ one hook the key has for a backend is ``device_custom_pass``: the
 
 The kernels' OpenMP thread count is baked into the generated C, and Inductor
 keys it only for graphs with CPU tensors (``_may_generate_cpu_cpp_code``,
-``codecache.py:1337``), so it is part of the key here too.
+``codecache.py:1337``), so it is part of the key here too.  So is the vector
+ISA the kernels are generated for (``cpu_vec_isa.pick_vec_isa()``, which
+follows ATEN_CPU_CAPABILITY): the FX graph key does not hold it, and a graph
+cached under AVX-512 and loaded under an AVX2 cap crashed in its kernels.
 """
 from __future__ import annotations
 
@@ -38,4 +41,6 @@ class NeuronCodegenKey(CustomGraphModulePass):
         return gm
 
     def uuid(self) -> str:
-        return f"{CODEGEN_VERSION};threads={kernel_threads()}"
+        from torch._inductor.cpu_vec_isa import pick_vec_isa
+
+        return f"{CODEGEN_VERSION};threads={kernel_threads()};isa={pick_vec_isa()}"
