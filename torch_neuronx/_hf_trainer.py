@@ -15,17 +15,16 @@ device's ``get_rng_state()``), and resuming restores it the way transformers
 restores cuda's.  An entry already there (a transformers that saves it
 itself) is left alone, so the wrap retires itself when upstream fixes this.
 
-The import hook is a meta-path finder that only answers for that one module
-and delegates the import to the real finders, so ``import torch`` stays
-cheap and transformers is never imported on our account.
+The hook is ``_import_hook.after_import``: ``import torch`` stays cheap and
+transformers is never imported on our account.
 """
 from __future__ import annotations
 
-import importlib.abc
 import os
-import sys
 
 import torch
+
+from torch_neuronx._import_hook import after_import
 
 _MODULE = "transformers.trainer"
 _KEY = "neuron"
@@ -82,36 +81,5 @@ def _patch(module) -> None:
     trainer_cls._torch_neuronx_rng = True
 
 
-class _PatchingLoader(importlib.abc.Loader):
-    """Runs the real loader, then _patch on the new module."""
-
-    def __init__(self, loader):
-        self._loader = loader
-
-    def create_module(self, spec):
-        return self._loader.create_module(spec)
-
-    def exec_module(self, module) -> None:
-        self._loader.exec_module(module)
-        _patch(module)
-
-
-class _TrainerFinder(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):
-        if name != _MODULE:
-            return None
-        for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
-                continue
-            spec = finder.find_spec(name, path, target)
-            if spec is not None and spec.loader is not None:
-                spec.loader = _PatchingLoader(spec.loader)
-                return spec
-        return None
-
-
 def install() -> None:
-    if _MODULE in sys.modules:
-        _patch(sys.modules[_MODULE])
-    elif not any(isinstance(f, _TrainerFinder) for f in sys.meta_path):
-        sys.meta_path.insert(0, _TrainerFinder())
+    after_import(_MODULE, _patch)

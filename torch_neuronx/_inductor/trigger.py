@@ -13,9 +13,7 @@ Inductor.  Two hooks, each a no-op until the piece it serves is in use:
 """
 from __future__ import annotations
 
-import importlib.abc
-import importlib.util
-import sys
+from torch_neuronx._import_hook import after_import
 
 _DYNAMO = "torch._dynamo"
 
@@ -31,57 +29,11 @@ def inductor_attribute(name: str) -> None:
     _inductor.register()
 
 
-class _Loader(importlib.abc.Loader):
-    """Runs torch._dynamo's own loader, then registers the device interface."""
-
-    def __init__(self, loader: importlib.abc.Loader):
-        self._loader = loader
-
-    def create_module(self, spec):
-        return self._loader.create_module(spec)
-
-    def exec_module(self, module) -> None:
-        self._loader.exec_module(module)
-        # Points the module back at the real loader (get_source, reload).
-        module.__loader__ = self._loader
-        if module.__spec__ is not None:
-            module.__spec__.loader = self._loader
-        from torch_neuronx import _inductor
-
-        _inductor.register_dynamo()
-
-    def __getattr__(self, name):
-        return getattr(self._loader, name)
-
-
-class _DynamoFinder(importlib.abc.MetaPathFinder):
-    def find_spec(self, fullname, path, target=None):
-        if fullname != _DYNAMO:
-            return None
-        # One shot: the first import of torch._dynamo is the one that matters.
-        _remove_finder()
-        spec = importlib.util.find_spec(fullname)
-        if spec is None or spec.loader is None:
-            return spec
-        spec.loader = _Loader(spec.loader)
-        return spec
-
-
-_finder = _DynamoFinder()
-
-
-def _remove_finder() -> None:
-    try:
-        sys.meta_path.remove(_finder)
-    except ValueError:
-        pass
-
-
 def install() -> None:
     """Registers now if Dynamo is already imported, else when it is."""
-    if _DYNAMO in sys.modules:
+    def register(_module) -> None:
         from torch_neuronx import _inductor
 
         _inductor.register_dynamo()
-    elif _finder not in sys.meta_path:
-        sys.meta_path.insert(0, _finder)
+
+    after_import(_DYNAMO, register)
