@@ -29,8 +29,15 @@ import torch  # noqa: E402
 from torch_neuronx import _C  # noqa: F401  (registration happens on load)
 from torch_neuronx import neuron
 from torch_neuronx._fallback import fallback_stats
+from torch_neuronx.adaptive import (
+    adaptive_eager_stats,
+    is_adaptive_eager_enabled,
+    reset_adaptive_eager_stats,
+    set_adaptive_eager,
+)
 
-__all__ = ["neuron", "fallback_stats"]
+__all__ = ["neuron", "fallback_stats", "set_adaptive_eager", "is_adaptive_eager_enabled",
+           "adaptive_eager_stats", "reset_adaptive_eager_stats"]
 
 
 def _register() -> None:

@@ -44,6 +44,9 @@
  *   TORCHNEURON_LAUNCH_BLOCKING=1  every launch waits for its task and
  *                              returns that task's error directly
  *   TORCHNEURON_TRACE_CAPACITY trace ring entries, >= 16         (default 65536)
+ *   TORCHNEURON_ADAPTIVE_EAGER 1 fuse queued elementwise tasks, 0 off, verify
+ *                              (fuse, and check each group against unfused
+ *                              execution)                        (default 1)
  * HBM is reserved address space; pages are committed when first touched and
  * returned to the OS by nrt_mem_empty_cache, so a large default costs nothing.
  */
@@ -176,6 +179,8 @@ enum {
   NRT_KERNEL_EVENT_RECORD, /* internal                                   */
   NRT_KERNEL_EVENT_WAIT,   /* internal                                   */
   NRT_KERNEL_HOST_FN,      /* params: nrt_host_fn_params                 */
+  NRT_KERNEL_HINT_FREE,    /* internal: the allocator freed a block      */
+  NRT_KERNEL_FUSED,        /* trace records only: a fused group of tasks */
   NRT_KERNEL_FIRST_USER = 64,
   NRT_KERNEL_MAX = 1024
 };
@@ -231,6 +236,48 @@ const char *nrt_kernel_name(uint32_t id);
 nrt_status nrt_launch(nrt_stream *s, const nrt_task *task);
 /* 1 when launches are blocking (TORCHNEURON_LAUNCH_BLOCKING=1), else 0. */
 int nrt_launch_blocking(void);
+
+/* ---------------------------------------------------------- adaptive eager
+ *
+ * A stream's worker looks at the tasks already queued behind the one it is
+ * about to run (it never waits for more) and runs a chain of elementwise
+ * tasks over one index space as one tiled pass: tile by tile, each task
+ * through its own kernel on that tile, in program order, so every element
+ * goes through the routine the unfused task would use -- the bits are the
+ * same.  An intermediate whose block the allocator freed inside the chain
+ * (a free hint in the queue) lives only in per-thread scratch and is never
+ * written to memory.  kernels/ says which tasks qualify; the runtime plans
+ * the groups and cuts tiles, and does no math (fusion_plan.c, fusion_exec.c).
+ *
+ * The classifier's contract for NRT_FUSE_ELEMENTWISE: operand 0 is the only
+ * operand written, every other operand is only read, all share operand 0's
+ * ndim and sizes, each element of the output depends only on the same
+ * element of the inputs (and parameters), the kernel gives every element
+ * the same bits whatever sub-box of the index space it is run on, and it
+ * cannot fail because of the data (only because of its descriptor, which
+ * the planner checks by running the kernel on an empty tile). */
+typedef enum nrt_fuse_kind {
+  NRT_FUSE_NONE = 0,
+  NRT_FUSE_ELEMENTWISE = 1,
+} nrt_fuse_kind;
+typedef nrt_fuse_kind (*nrt_fuse_classify_fn)(const nrt_task *task);
+/* Declares kernel id's tasks fusible when fn says so (NULL: never). */
+nrt_status nrt_kernel_set_fusion(uint32_t id, nrt_fuse_classify_fn fn);
+
+enum { NRT_ADAPTIVE_OFF = 0, NRT_ADAPTIVE_ON = 1, NRT_ADAPTIVE_VERIFY = 2 };
+/* The mode (TORCHNEURON_ADAPTIVE_EAGER until set); launch-blocking mode
+ * runs unfused whatever the mode says. */
+void nrt_adaptive_set_mode(int mode);
+int nrt_adaptive_mode(void);
+
+typedef struct nrt_fusion_stats {
+  uint64_t groups;            /* fused groups run                         */
+  uint64_t tasks_fused;       /* tasks run inside them                    */
+  uint64_t bytes_not_written; /* stores skipped: dead intermediates       */
+  uint64_t groups_verified;   /* groups checked against unfused execution */
+} nrt_fusion_stats;
+void nrt_fusion_stats_get(nrt_fusion_stats *out);
+void nrt_fusion_stats_reset(void);
 
 /* ------------------------------------------------------------------ memory */
 

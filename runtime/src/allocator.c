@@ -400,13 +400,21 @@ nrt_status nrt_mem_free(void *ptr) {
     if (nrt_stream_completed(w.stream) < w.seq) b->uses[n++] = w;
   }
   b->n_uses = n;
+  /* Adaptive eager: the block's stream learns, in order, that nothing
+   * after this point reads the block's old contents -- unless another
+   * stream still might (recorded uses). */
+  nrt_stream *hint_stream = NULL;
+  void *hint_ptr = b->ptr;
+  size_t hint_bytes = b->size;
   if (n) {
     b->pool_next = a->pending;
     a->pending = b;
   } else {
+    if (b->stream && nrt_adaptive_active()) hint_stream = b->stream;
     release_to_pool(a, b);
   }
   pthread_mutex_unlock(&a->lock);
+  if (hint_stream) nrt_stream_hint_free(hint_stream, hint_ptr, hint_bytes);
   if (fn) fn(&e);
   return NRT_SUCCESS;
 }

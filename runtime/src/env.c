@@ -86,6 +86,7 @@ nrt_status nrt_config_from_env(nrt_config *cfg) {
                       .hbm_bytes = (uint64_t)16 << 30,
                       .num_threads = cores > 0 ? (int)cores : 1,
                       .launch_blocking = 0,
+                      .adaptive = NRT_ADAPTIVE_ON,
                       .trace_capacity = 65536};
   const char *v;
   long n;
@@ -125,6 +126,11 @@ nrt_status nrt_config_from_env(nrt_config *cfg) {
   if ((v = getenv("TORCHNEURON_LAUNCH_BLOCKING"))) {
     if (nrt_parse_int(v, 0, 1, &n)) return bad("TORCHNEURON_LAUNCH_BLOCKING", v, "0 or 1");
     cfg->launch_blocking = (int)n;
+  }
+  if ((v = getenv("TORCHNEURON_ADAPTIVE_EAGER"))) {
+    if (strcmp(v, "verify") == 0) cfg->adaptive = NRT_ADAPTIVE_VERIFY;
+    else if (nrt_parse_int(v, 0, 1, &n) == 0) cfg->adaptive = (int)n;
+    else return bad("TORCHNEURON_ADAPTIVE_EAGER", v, "0, 1 or verify");
   }
   if ((v = getenv("TORCHNEURON_TRACE_CAPACITY"))) {
     if (nrt_parse_int(v, 16, 1L << 26, &n))

@@ -20,6 +20,7 @@ typedef struct nrt_config {
   uint64_t hbm_bytes;
   int num_threads;
   int launch_blocking;
+  int adaptive; /* NRT_ADAPTIVE_* */
   size_t trace_capacity;
 } nrt_config;
 /* Parsers are exposed for the tests: 0 on success, -1 on malformed or
@@ -109,6 +110,36 @@ uint64_t nrt_stream_completed(const nrt_stream *s);
  * stream's launch count including this task: it has run once
  * nrt_stream_completed reaches that value. */
 nrt_status nrt_launch_internal(nrt_stream *s, const nrt_task *task, uint64_t *seq);
+/* Queues a free hint for [ptr, ptr + bytes) if the stream has work queued
+ * and room for it; never waits (fusion_plan.c reads it). */
+void nrt_stream_hint_free(nrt_stream *s, void *ptr, size_t bytes);
+
+/* What a kernel sees while it executes (one per stream worker, one per
+ * pool worker inside a fused group). */
+struct nrt_exec_ctx {
+  nrt_stream *stream;
+  void *sbuf; /* mmap'd at first use: a worker that never asks costs nothing */
+  int failed; /* nrt_exec_fail was called for the running task */
+  char message[512];
+};
+/* Runs one task's kernel (any id, the runtime's own too); nonzero if it failed. */
+int nrt_execute(nrt_exec_ctx *ctx, const nrt_task *t);
+void nrt_exec_ctx_release(nrt_exec_ctx *ctx);
+/* Keeps the first failure on s as "<task name>: <message>". */
+void nrt_stream_record_failure(nrt_stream *s, const char *task_name, const char *message);
+nrt_kernel_fn nrt_kernel_fn_of(uint32_t id);
+nrt_fuse_classify_fn nrt_kernel_fusion_of(uint32_t id);
+/* 1 if the worker should plan fused groups now (mode on, not blocking). */
+int nrt_adaptive_active(void);
+
+/* ---- fusion_plan.c / fusion_exec.c: adaptive eager (fusion.h) */
+typedef struct nrt_fusion nrt_fusion;
+/* Runs the group that starts at the stream's task `head`, if there is one
+ * of at least two tasks among the `queued` tasks published behind it;
+ * returns how many queued tasks it consumed (0: none, run head unfused).
+ * Called by the stream's worker only. */
+uint64_t nrt_fusion_run(nrt_fusion **state, nrt_exec_ctx *ctx, nrt_stream *s, const nrt_task *ring,
+                        unsigned ring_size, uint64_t head, uint64_t queued);
 
 /* Overrides TORCHNEURON_LAUNCH_BLOCKING (tests); -1 restores it. */
 void nrt_testing_set_launch_blocking(int on);

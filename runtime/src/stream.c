@@ -47,6 +47,7 @@
 /* ------------------------------------------------------------ kernels */
 
 static _Atomic(nrt_kernel_fn) kernel_table[NRT_KERNEL_MAX];
+static _Atomic(nrt_fuse_classify_fn) fusion_table[NRT_KERNEL_MAX]; /* adaptive eager */
 static const char *kernel_names[NRT_KERNEL_MAX];
 static pthread_mutex_t kernel_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -68,6 +69,22 @@ nrt_status nrt_kernel_register(uint32_t id, const char *name, nrt_kernel_fn fn) 
   return st;
 }
 
+nrt_status nrt_kernel_set_fusion(uint32_t id, nrt_fuse_classify_fn fn) {
+  if (id < NRT_KERNEL_FIRST_USER || id >= NRT_KERNEL_MAX)
+    return nrt_fail(NRT_ERROR_INVALID_ARGUMENT, "kernel id %u is outside [%d, %d)", id,
+                    NRT_KERNEL_FIRST_USER, NRT_KERNEL_MAX);
+  atomic_store(&fusion_table[id], fn);
+  return NRT_SUCCESS;
+}
+
+nrt_kernel_fn nrt_kernel_fn_of(uint32_t id) {
+  return id < NRT_KERNEL_MAX ? atomic_load(&kernel_table[id]) : NULL;
+}
+
+nrt_fuse_classify_fn nrt_kernel_fusion_of(uint32_t id) {
+  return id < NRT_KERNEL_MAX ? atomic_load(&fusion_table[id]) : NULL;
+}
+
 const char *nrt_kernel_name(uint32_t id) {
   if (id >= NRT_KERNEL_MAX) return NULL;
   pthread_mutex_lock(&kernel_lock);
@@ -78,14 +95,12 @@ const char *nrt_kernel_name(uint32_t id) {
 
 /* ------------------------------------------------------------ exec ctx */
 
-struct nrt_exec_ctx {
-  nrt_stream *stream;
-  void *sbuf; /* mmap'd at first use: a worker that never asks costs nothing */
-  int failed; /* nrt_exec_fail was called for the running task */
-  char message[512];
-};
-
 int nrt_exec_device(const nrt_exec_ctx *ctx) { return ctx->stream->device->index; }
+
+void nrt_exec_ctx_release(nrt_exec_ctx *ctx) {
+  if (ctx->sbuf) munmap(ctx->sbuf, NRT_SBUF_BYTES);
+  ctx->sbuf = NULL;
+}
 
 void *nrt_exec_sbuf(nrt_exec_ctx *ctx) {
   if (!ctx->sbuf) {
@@ -191,19 +206,24 @@ uint64_t nrt_stream_completed(const nrt_stream *s) { return atomic_load(&s->head
  * stream would only free after it returns. */
 static _Thread_local nrt_stream *own_stream;
 
-static void record_failure(nrt_stream *s, const nrt_task *t, const char *message) {
+void nrt_stream_record_failure(nrt_stream *s, const char *task_name, const char *message) {
   pthread_mutex_lock(&s->lock);
   if (s->error == NRT_SUCCESS) {
     s->error = NRT_ERROR_KERNEL_FAILED;
-    snprintf(s->error_msg, sizeof s->error_msg, "%.200s: %s", t->name ? t->name : "<unnamed task>",
-             message[0] ? message : "kernel failed");
+    snprintf(s->error_msg, sizeof s->error_msg, "%.200s: %s",
+             task_name ? task_name : "<unnamed task>", message[0] ? message : "kernel failed");
   }
   pthread_mutex_unlock(&s->lock);
 }
 
-static int execute(nrt_exec_ctx *ctx, const nrt_task *t) {
+static void record_failure(nrt_stream *s, const nrt_task *t, const char *message) {
+  nrt_stream_record_failure(s, t->name, message);
+}
+
+int nrt_execute(nrt_exec_ctx *ctx, const nrt_task *t) {
   switch (t->kernel) {
     case NRT_KERNEL_NOP:
+    case NRT_KERNEL_HINT_FREE: /* read by the fusion planner, nothing to run */
       return 0;
     case NRT_KERNEL_MEMCPY: {
       const nrt_memcpy_params *p = (const nrt_memcpy_params *)t->params;
@@ -259,21 +279,33 @@ static void *worker_main(void *arg) {
   nrt_exec_ctx ctx = {.stream = s};
   own_stream = s;
   nrt_device_current_set(s->device->index);
+  nrt_fusion *fusion = NULL; /* this worker's planner state, made at first use */
   for (;;) {
     uint64_t h = atomic_load(&s->head);
     wait_for_work(s, h);
     const nrt_task *t = &s->ring[h % RING_TASKS];
-    int tracing = nrt_trace_enabled();
-    uint64_t start = tracing ? nrt_now_ns() : 0;
-    int failed = execute(&ctx, t) != 0;
-    if (failed) record_failure(s, t, ctx.message);
-    if (tracing) {
-      nrt_trace_record r = {.name = t->name, .correlation = t->correlation, .kernel = t->kernel,
-                            .device = s->device->index, .stream = s->id,
-                            .enqueue_ns = s->enqueue_ns[h % RING_TASKS], .start_ns = start,
-                            .end_ns = nrt_now_ns(), .failed = failed};
-      nrt_trace_add(&r);
+    /* Adaptive eager: a chain of fusible tasks already queued behind this
+     * one runs as one group (fusion_plan.c); the ring slots stay ours until
+     * head moves past them. */
+    uint64_t done = 0;
+    if (t->kernel >= NRT_KERNEL_FIRST_USER && nrt_kernel_fusion_of(t->kernel) &&
+        nrt_adaptive_active())
+      done = nrt_fusion_run(&fusion, &ctx, s, s->ring, RING_TASKS, h, atomic_load(&s->tail) - h);
+    if (done == 0) {
+      int tracing = nrt_trace_enabled() && t->kernel != NRT_KERNEL_HINT_FREE;
+      uint64_t start = tracing ? nrt_now_ns() : 0;
+      int failed = nrt_execute(&ctx, t) != 0;
+      if (failed) record_failure(s, t, ctx.message);
+      if (tracing) {
+        nrt_trace_record r = {.name = t->name, .correlation = t->correlation, .kernel = t->kernel,
+                              .device = s->device->index, .stream = s->id,
+                              .enqueue_ns = s->enqueue_ns[h % RING_TASKS], .start_ns = start,
+                              .end_ns = nrt_now_ns(), .failed = failed};
+        nrt_trace_add(&r);
+      }
+      done = 1;
     }
+    h += done - 1; /* the last task this round completed */
     atomic_store(&s->head, h + 1);
     const int wake_done = h + 1 >= atomic_load(&s->wake_seq);
     const int wake_space = atomic_load(&s->space_waiters) &&
@@ -386,6 +418,33 @@ nrt_status nrt_launch_internal(nrt_stream *s, const nrt_task *task, uint64_t *se
   return NRT_SUCCESS;
 }
 
+/* A free hint is worth a ring slot only where a window can form: behind
+ * queued work.  It never waits for room (a full ring just loses it: the
+ * store then happens), and a worker freeing into its own stream is fine. */
+void nrt_stream_hint_free(nrt_stream *s, void *ptr, size_t bytes) {
+  if (!atomic_load(&s->worker_started) || pthread_mutex_trylock(&s->push_lock) != 0) return;
+  uint64_t t = atomic_load_explicit(&s->tail, memory_order_relaxed);
+  uint64_t h = atomic_load(&s->head);
+  if (h < t && t - h < RING_TASKS) {
+    nrt_task *slot = &s->ring[t % RING_TASKS];
+    slot->kernel = NRT_KERNEL_HINT_FREE;
+    slot->n_operands = 0;
+    slot->name = "free hint";
+    slot->correlation = 0;
+    nrt_memcpy_params *p = (nrt_memcpy_params *)slot->params; /* dst = block, bytes = size */
+    p->dst = ptr;
+    p->src = NULL;
+    p->bytes = bytes;
+    atomic_store(&s->tail, t + 1);
+  }
+  pthread_mutex_unlock(&s->push_lock);
+  if (atomic_load(&s->worker_sleeping)) { /* it may have run out of work meanwhile */
+    pthread_mutex_lock(&s->lock);
+    pthread_cond_signal(&s->work_cv);
+    pthread_mutex_unlock(&s->lock);
+  }
+}
+
 static _Atomic int launch_blocking_override = -1; /* tests */
 
 void nrt_testing_set_launch_blocking(int on) { atomic_store(&launch_blocking_override, on); }
@@ -397,6 +456,24 @@ static int blocking_now(void) {
 }
 
 int nrt_launch_blocking(void) { return nrt_ensure_init() == NRT_SUCCESS && blocking_now(); }
+
+static _Atomic int adaptive_override = -1; /* nrt_adaptive_set_mode */
+
+void nrt_adaptive_set_mode(int mode) {
+  atomic_store(&adaptive_override, mode < NRT_ADAPTIVE_OFF || mode > NRT_ADAPTIVE_VERIFY ? -1 : mode);
+}
+
+int nrt_adaptive_mode(void) {
+  int m = atomic_load(&adaptive_override);
+  if (m >= 0) return m;
+  return nrt_ensure_init() == NRT_SUCCESS ? nrt_cfg.adaptive : NRT_ADAPTIVE_OFF;
+}
+
+/* Launch-blocking mode runs every task alone: a window never forms. */
+int nrt_adaptive_active(void) {
+  int m = atomic_load(&adaptive_override);
+  return (m >= 0 ? m : nrt_cfg.adaptive) != NRT_ADAPTIVE_OFF && !blocking_now();
+}
 
 /* Small tasks on an idle stream run on the launching thread.
  *
@@ -432,7 +509,7 @@ static int try_run_inline(nrt_stream *s, const nrt_task *t) {
     int tracing = nrt_trace_enabled();
     uint64_t start = tracing ? nrt_now_ns() : 0;
     inline_ctx.stream = s;
-    int failed = execute(&inline_ctx, t) != 0;
+    int failed = nrt_execute(&inline_ctx, t) != 0;
     if (failed) record_failure(s, t, inline_ctx.message);
     if (tracing) {
       uint64_t corr = t->correlation ? t->correlation : nrt_trace_tls_correlation;

@@ -88,6 +88,22 @@ PYBIND11_MODULE(_C, m) {
     return nk_peak_fma(iters, f64 ? 1 : 0, threads);
   }, py::arg("iters"), py::arg("f64") = false, py::arg("threads") = 1);
   m.def("_compute_threads", [] { return nrt_compute_threads(); });
+  // Adaptive eager (runtime/src/fusion_*.c): mode and counters, for
+  // torch_neuronx/adaptive.py.
+  m.def("_adaptive_eager_mode", [] { return nrt_adaptive_mode(); });
+  m.def("_set_adaptive_eager_mode", [](int mode) { nrt_adaptive_set_mode(mode); },
+        py::arg("mode"));
+  m.def("_fusion_stats", [] {
+    nrt_fusion_stats st;
+    nrt_fusion_stats_get(&st);
+    py::dict d;
+    d["groups"] = st.groups;
+    d["tasks_fused"] = st.tasks_fused;
+    d["bytes_not_written"] = st.bytes_not_written;
+    d["groups_verified"] = st.groups_verified;
+    return d;
+  });
+  m.def("_fusion_stats_reset", [] { nrt_fusion_stats_reset(); });
   // Inductor's get_raw_stream (torch_neuronx/_inductor): the device's current
   // stream as the runtime's nrt_stream* address.
   m.def("_current_raw_stream", [](c10::DeviceIndex device) {

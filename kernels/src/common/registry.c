@@ -89,7 +89,7 @@ nrt_status nk_register_kernels(void) {
     nrt_status s = nrt_kernel_register(kernels[i].id, kernels[i].name, kernels[i].fn);
     if (s != NRT_SUCCESS) return s;
   }
-  return NRT_SUCCESS;
+  return nk_register_fusion(); /* fusible.c: what adaptive eager may tile */
 }
 
 /* Every kernel's params fit in nrt_task.params. */

@@ -1,0 +1,54 @@
+/* fusible.c — which tasks adaptive eager may run tile by tile.
+ *
+ * The runtime (fusion_plan.c) fuses a chain of queued tasks by running
+ * each one's own kernel on tiles of the common index space, so a kernel
+ * qualifies when it keeps the contract of NRT_FUSE_ELEMENTWISE
+ * (neuron_runtime.h): operand 0 its only output, inputs of the same
+ * sizes, each element from the same element of the inputs, the same bits
+ * on any sub-box (its rows are picked by dtype and stride, and its vector
+ * bodies give what its scalar tails give), and no failure that depends on
+ * the data.  Checks of the descriptor and parameters need no copy here:
+ * the planner runs the kernel on an empty tile, and a task its kernel
+ * refuses is left to fail on its own.
+ *
+ * Not here, on purpose: random (draws by position in the whole task),
+ * reductions, scans, indexing, GEMM and the like (not elementwise),
+ * integer division and remainder (a zero divisor fails the task), and the
+ * multi-output tail ops (frexp). */
+#include "common/dtype_convert.h"
+#include "common/kernel_entries.h"
+#include "neuron_kernels.h"
+
+static nrt_fuse_kind elementwise(const nrt_task *t) {
+  (void)t;
+  return NRT_FUSE_ELEMENTWISE;
+}
+
+static nrt_fuse_kind pointwise(const nrt_task *t) {
+  const nk_pointwise_params *p = (const nk_pointwise_params *)t->params;
+  const bool divides = p->op == NK_PW_REMAINDER || p->op == NK_PW_FMOD ||
+                       p->op == NK_PW_DIV_TRUNC || p->op == NK_PW_DIV_FLOOR;
+  if (divides && !(nk_dtype_valid(p->compute) && nk_dtype_is_floating((nrt_dtype)p->compute)))
+    return NRT_FUSE_NONE;
+  return NRT_FUSE_ELEMENTWISE;
+}
+
+static const struct {
+  nk_kernel_id id;
+  nrt_fuse_classify_fn classify;
+} fusible[] = {
+    {NK_KERNEL_COPY, elementwise},  /* casts on the device */
+    {NK_KERNEL_FILL, elementwise},  /* full fills, and device scalars */
+    {NK_KERNEL_BINARY, elementwise},
+    {NK_KERNEL_POINTWISE, pointwise},
+    {NK_KERNEL_UNARY, elementwise},
+    {NK_KERNEL_UNARY_BACKWARD, elementwise},
+};
+
+nrt_status nk_register_fusion(void) {
+  for (size_t i = 0; i < sizeof fusible / sizeof fusible[0]; i++) {
+    nrt_status s = nrt_kernel_set_fusion(fusible[i].id, fusible[i].classify);
+    if (s != NRT_SUCCESS) return s;
+  }
+  return NRT_SUCCESS;
+}

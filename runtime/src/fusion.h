@@ -1,0 +1,98 @@
+/* fusion.h — adaptive eager's group: what fusion_plan.c decides and
+ * fusion_exec.c runs.  Private to the runtime.
+ *
+ * A group is a run of consecutive queued tasks: members (elementwise tasks
+ * over one index space), constants (fills of one element: the device
+ * scalars a Python number becomes) and free hints.  The planner
+ *   1. gives every member the same index space: each task's descriptors
+ *      are in the shape its TensorIterator coalesced them to ([2^24], or
+ *      [4096, 4096] when an operand broadcasts), so dims are split until
+ *      all members share one refined shape (splitting a dim re-describes
+ *      the same elements exactly);
+ *   2. follows every byte range through the group in program order: any
+ *      two accesses to overlapping bytes, one a write, must be the
+ *      identical view (pointer, dtype, strides in the refined shape), or
+ *      the group ends before the later task -- then each tile sees every
+ *      element in program order, in-place chains included;
+ *   3. elides dead intermediates: a view's version that a member writes
+ *      first, whose block a free hint inside the group releases, lives in
+ *      per-thread scratch and is never stored.
+ * The executor cuts the index space into tiles and runs, tile by tile,
+ * every member's own kernel on that tile (operands narrowed to it, dead
+ * intermediates and constants redirected), spread over the compute pool. */
+#ifndef NRT_FUSION_H
+#define NRT_FUSION_H
+
+#include "internal.h"
+
+#define FUSE_MAX_MEMBERS 64
+#define FUSE_MAX_VERSIONS 160
+#define FUSE_MAX_CONSTS 16
+#define FUSE_MAX_SCRATCH 24 /* scratch slots per tile (dead intermediates live at once) */
+#define FUSE_WINDOW 384     /* queued tasks the planner looks at */
+/* Below this many elements a chain is not worth planning: each task is a
+ * few microseconds, and per-tile kernel calls would cost as much. */
+#define FUSE_MIN_ELEMENTS 8192
+/* Elements per tile: a tile's operands and scratch (a few 64 KiB rows)
+ * stay in L2 while every member passes over them, and one kernel call per
+ * member per tile (~0.2 us) stays a few percent of the tile's work.  At
+ * most one elementwise grain, so a kernel never splits a tile further. */
+#define FUSE_TILE_ELEMENTS 16384
+
+typedef struct fuse_version {
+  const nrt_operand *view; /* a member's refined operand: pointer, dtype, strides */
+  const char *lo, *hi;     /* bytes it can touch */
+  size_t esize;
+  int first_member, last_member;
+  bool first_is_write, written, freed, dense;
+  int scratch; /* slot when elided, else -1 */
+} fuse_version;
+
+typedef struct fuse_const {
+  const nrt_task *fill; /* the queued fill, run once into value */
+  char *ptr;            /* the device scalar it fills */
+  size_t esize;
+  bool freed;           /* released inside the group: never stored */
+  bool superseded;      /* a later fill of the same scalar follows */
+  _Alignas(16) unsigned char value[16];
+} fuse_const;
+
+typedef struct fuse_member {
+  const nrt_task *task;                  /* the ring's copy */
+  nrt_operand ops[NRT_MAX_OPERANDS];     /* refined to the group's shape */
+  int16_t version[NRT_MAX_OPERANDS];     /* fuse_version index */
+  int16_t konst[NRT_MAX_OPERANDS];       /* fuse_const read instead, or -1 */
+} fuse_member;
+
+/* One item of the group in program order. */
+typedef struct fuse_item {
+  enum { ITEM_MEMBER, ITEM_CONST, ITEM_HINT } kind;
+  int index; /* member or const index; unused for hints */
+  const nrt_task *task;
+} fuse_item;
+
+typedef struct fuse_group {
+  uint64_t head;      /* ring position of the first item */
+  int n_items, n_members, n_consts, n_versions, n_scratch;
+  fuse_item items[FUSE_WINDOW];
+  fuse_member members[FUSE_MAX_MEMBERS];
+  fuse_version versions[FUSE_MAX_VERSIONS];
+  fuse_const consts[FUSE_MAX_CONSTS];
+  /* the refined index space, innermost dim last (as descriptors are) */
+  int ndim;
+  int64_t sizes[NRT_MAX_DIMS];
+  int64_t numel;
+  /* tiles: dims after `split` whole, `split` in chunks of `chunk` */
+  int split;
+  int64_t chunk, n_chunks, n_tiles;
+  size_t scratch_bytes[FUSE_MAX_SCRATCH]; /* per slot, per tile */
+} fuse_group;
+
+/* fusion_plan.c: builds the group at ring[head] from `queued` tasks;
+ * false when there is none of at least two members.  ctx runs each
+ * candidate's kernel on an empty tile, so a task its kernel would refuse
+ * stays out (it then fails on its own, unfused, with its own error). */
+bool nrt_fusion_plan(fuse_group *g, nrt_exec_ctx *ctx, const nrt_task *ring, unsigned ring_size,
+                     uint64_t head, uint64_t queued);
+
+#endif

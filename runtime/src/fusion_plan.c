@@ -1,0 +1,423 @@
+/* fusion_plan.c — which queued tasks run as one fused group (fusion.h).
+ *
+ * The planner only reads descriptors: pointers, dtypes, sizes and strides.
+ * It never looks at data and does no math on it, so the runtime stays
+ * free of kernels' knowledge; what a task computes is the kernel's own
+ * business, and kernels/ tells which tasks may be tiled (the classifier).
+ *
+ * Why a cut is always safe: a task that does not join simply runs after
+ * the group, unfused, as it would have without fusion. */
+#include <string.h>
+
+#include "fusion.h"
+
+static int64_t numel_of(const nrt_operand *o) {
+  int64_t n = 1;
+  for (int d = 0; d < o->ndim; d++) n *= o->sizes[d];
+  return n;
+}
+
+/* ------------------------------------------------------------ refinement
+ * A shape is described by its cumulative sizes from the innermost dim out
+ * (size-1 dims skipped): [4096, 4096] is {4096, 2^24}, [2^24] is {2^24}.
+ * Two shapes over the same elements in the same order share a refinement
+ * whose points are the union of theirs, when every new point divides the
+ * dim it falls in evenly. */
+
+typedef struct points {
+  int n;
+  int64_t p[NRT_MAX_DIMS];
+} points;
+
+static bool points_of(const nrt_operand *o, points *out) {
+  int64_t c = 1;
+  out->n = 0;
+  for (int d = o->ndim - 1; d >= 0; d--) {
+    if (o->sizes[d] == 1) continue;
+    c *= o->sizes[d];
+    out->p[out->n++] = c;
+  }
+  return out->n > 0;
+}
+
+/* sorted union; false past NRT_MAX_DIMS points */
+static bool points_union(const points *a, const points *b, points *out) {
+  points r = {0};
+  int i = 0, j = 0;
+  while (i < a->n || j < b->n) {
+    int64_t v = j >= b->n || (i < a->n && a->p[i] < b->p[j]) ? a->p[i] : b->p[j];
+    if (i < a->n && a->p[i] == v) i++;
+    if (j < b->n && b->p[j] == v) j++;
+    if (r.n == NRT_MAX_DIMS) return false;
+    r.p[r.n++] = v;
+  }
+  *out = r;
+  return true;
+}
+
+/* every point of `pts` inside one of o's dims splits it evenly */
+static bool refinable(const nrt_operand *o, const points *pts) {
+  int64_t c = 1;
+  int j = 0;
+  for (int d = o->ndim - 1; d >= 0; d--) {
+    if (o->sizes[d] == 1) continue;
+    const int64_t next = c * o->sizes[d];
+    for (; j < pts->n && pts->p[j] < next; j++)
+      if (pts->p[j] <= c || pts->p[j] % c || next % pts->p[j]) return false;
+    if (j < pts->n && pts->p[j] == next) j++;
+    c = next;
+  }
+  return j == pts->n;
+}
+
+/* o re-described over the refined dims (innermost last, as every
+ * descriptor is): a refined dim inside o's dim d of stride s, starting at
+ * cumulative size lo where d starts at c, has stride s * (lo / c). */
+static void refine(const nrt_operand *o, const points *pts, nrt_operand *out) {
+  out->data = o->data;
+  out->dtype = o->dtype;
+  out->ndim = pts->n;
+  int d = o->ndim - 1;
+  int64_t c = 1;
+  for (int j = 0; j < pts->n; j++) {
+    const int64_t lo = j ? pts->p[j - 1] : 1;
+    while (o->sizes[d] == 1 || c * o->sizes[d] <= lo) {
+      if (o->sizes[d] != 1) c *= o->sizes[d];
+      d--;
+    }
+    out->sizes[pts->n - 1 - j] = pts->p[j] / lo;
+    out->strides[pts->n - 1 - j] = o->strides[d] * (lo / c);
+  }
+}
+
+/* ------------------------------------------------------------ byte ranges */
+
+static size_t dtype_size(int dtype) {
+  static const unsigned char size[NRT_DTYPE_COUNT] = {
+      [NRT_BOOL] = 1, [NRT_UINT8] = 1, [NRT_INT8] = 1, [NRT_INT16] = 2, [NRT_INT32] = 4,
+      [NRT_INT64] = 8, [NRT_FLOAT16] = 2, [NRT_BFLOAT16] = 2, [NRT_FLOAT32] = 4, [NRT_FLOAT64] = 8};
+  return dtype >= 0 && dtype < NRT_DTYPE_COUNT ? size[dtype] : 0;
+}
+
+static void span_of(const nrt_operand *o, const char **lo, const char **hi) {
+  const char *base = o->data;
+  int64_t neg = 0, pos = 0;
+  for (int d = 0; d < o->ndim; d++) {
+    int64_t step = (o->sizes[d] - 1) * o->strides[d];
+    if (step < 0) neg += step;
+    else pos += step;
+  }
+  *lo = base + neg;
+  *hi = base + pos + (int64_t)dtype_size(o->dtype);
+}
+
+static bool overlap(const char *alo, const char *ahi, const char *blo, const char *bhi) {
+  return alo < bhi && blo < ahi;
+}
+
+/* the same elements at the same bytes: pointer, dtype and the strides of
+ * every dim that has more than one element (dims are common) */
+static bool identical(const nrt_operand *a, const nrt_operand *b) {
+  if (a->data != b->data || a->dtype != b->dtype) return false;
+  for (int d = 0; d < a->ndim; d++)
+    if (a->sizes[d] != 1 && a->strides[d] != b->strides[d]) return false;
+  return true;
+}
+
+static bool all_broadcast(const nrt_operand *o) {
+  for (int d = 0; d < o->ndim; d++)
+    if (o->sizes[d] != 1 && o->strides[d] != 0) return false;
+  return true;
+}
+
+/* dense in the refined order: tiles of it are contiguous runs, so a tile
+ * in scratch has the very strides it has in memory */
+static bool dense(const nrt_operand *o) {
+  int64_t expect = (int64_t)dtype_size(o->dtype);
+  for (int d = o->ndim - 1; d >= 0; d--) {
+    if (o->sizes[d] == 1) continue;
+    if (o->strides[d] != expect) return false;
+    expect *= o->sizes[d];
+  }
+  return true;
+}
+
+/* ------------------------------------------------------------ candidates */
+
+static bool classify_elementwise(const nrt_task *t) {
+  nrt_fuse_classify_fn fn = nrt_kernel_fusion_of(t->kernel);
+  return fn && t->n_operands >= 1 && t->n_operands <= NRT_MAX_OPERANDS &&
+         fn(t) == NRT_FUSE_ELEMENTWISE;
+}
+
+/* Runs t's kernel on an empty box of its index space: the kernel checks
+ * the descriptor and parameters exactly as it would for the whole task. */
+static bool kernel_accepts(nrt_exec_ctx *ctx, const nrt_task *t) {
+  nrt_task probe;
+  memcpy(&probe, t, sizeof probe);
+  for (int k = 0; k < probe.n_operands; k++)
+    if (probe.operands[k].ndim > 0) probe.operands[k].sizes[0] = 0;
+  return nrt_execute(ctx, &probe) == 0;
+}
+
+/* A device scalar's fill (one element, no inputs) runs now into the
+ * constant's own bytes: fills read nothing, so running early is safe. */
+static bool make_const(fuse_const *c, nrt_exec_ctx *ctx, const nrt_task *t) {
+  const nrt_operand *o = &t->operands[0];
+  c->esize = dtype_size(o->dtype);
+  if (!c->esize || c->esize > sizeof c->value) return false;
+  nrt_task run;
+  memcpy(&run, t, sizeof run);
+  run.operands[0].data = c->value;
+  c->fill = t;
+  c->ptr = o->data;
+  c->freed = c->superseded = false;
+  return nrt_execute(ctx, &run) == 0;
+}
+
+/* Collects items from ring[head]: members (same element count, shapes
+ * that refine together, accepted by their kernels), constants and hints,
+ * up to the first task that can join nothing.  pts gets the refinement. */
+static void collect(fuse_group *g, nrt_exec_ctx *ctx, const nrt_task *ring, unsigned ring_size,
+                    uint64_t head, uint64_t queued, points *pts) {
+  const uint64_t limit = queued < FUSE_WINDOW ? queued : FUSE_WINDOW;
+  g->n_items = g->n_members = g->n_consts = 0;
+  g->numel = -1;
+  pts->n = 0;
+  for (uint64_t i = 0; i < limit; i++) {
+    const nrt_task *t = &ring[(head + i) % ring_size];
+    fuse_item *it = &g->items[g->n_items];
+    it->task = t;
+    if (t->kernel == NRT_KERNEL_HINT_FREE) {
+      it->kind = ITEM_HINT;
+      g->n_items++;
+      continue;
+    }
+    if (!classify_elementwise(t)) return;
+    const int64_t n = numel_of(&t->operands[0]);
+    if (t->n_operands == 1 && n == 1) {
+      if (g->n_consts == FUSE_MAX_CONSTS || !make_const(&g->consts[g->n_consts], ctx, t)) return;
+      it->kind = ITEM_CONST;
+      it->index = g->n_consts++;
+      g->n_items++;
+      continue;
+    }
+    if (g->n_members == FUSE_MAX_MEMBERS) return;
+    if (g->numel < 0 ? n < FUSE_MIN_ELEMENTS : n != g->numel) return;
+    points mine, merged;
+    if (!points_of(&t->operands[0], &mine) || !points_union(pts, &mine, &merged)) return;
+    if (!refinable(&t->operands[0], &merged)) return;
+    for (int m = 0; m < g->n_members; m++)
+      if (!refinable(&g->members[m].task->operands[0], &merged)) return;
+    if (!kernel_accepts(ctx, t)) return;
+    g->numel = n;
+    *pts = merged;
+    g->members[g->n_members].task = t;
+    it->kind = ITEM_MEMBER;
+    it->index = g->n_members++;
+    g->n_items++;
+  }
+}
+
+/* ------------------------------------------------------------ hazards */
+
+static int find_const(const fuse_group *g, const nrt_operand *o) {
+  for (int c = g->n_consts - 1; c >= 0; c--) /* the latest fill of that scalar */
+    if (g->consts[c].ptr == o->data) {
+      const fuse_const *k = &g->consts[c];
+      return !k->freed && k->esize == dtype_size(o->dtype) && k->fill->operands[0].dtype == o->dtype
+                 ? c : -1;
+    }
+  return -1;
+}
+
+static bool touches_const(const fuse_group *g, const char *lo, const char *hi) {
+  for (int c = 0; c < g->n_consts; c++)
+    if (overlap(lo, hi, g->consts[c].ptr, g->consts[c].ptr + g->consts[c].esize)) return true;
+  return false;
+}
+
+/* Can member m join?  Operand 0 is written, the rest read.  Against every
+ * version so far: overlapping bytes must be the identical view when
+ * either side writes, and a released view may only be written again (a
+ * read of it would read a dead block).  Within m: its output may share
+ * bytes only with an identical input (in place). */
+static bool member_fits(const fuse_group *g, const fuse_member *m) {
+  const int n = m->task->n_operands;
+  for (int k = 0; k < n; k++) {
+    const nrt_operand *w = &m->ops[k];
+    const bool write = k == 0;
+    if (!write && all_broadcast(w) && find_const(g, w) >= 0) continue;
+    const char *lo, *hi;
+    span_of(w, &lo, &hi);
+    if (touches_const(g, lo, hi)) return false;
+    bool latest_seen = false; /* newest first: older versions of the view are history */
+    for (int v = g->n_versions - 1; v >= 0; v--) {
+      const fuse_version *ver = &g->versions[v];
+      if (!overlap(lo, hi, ver->lo, ver->hi)) continue;
+      if (identical(ver->view, w)) {
+        if (!latest_seen && ver->freed && !write) return false;
+        latest_seen = true;
+      } else if (ver->written || write) {
+        return false;
+      }
+    }
+    if (k > 0) {
+      const char *olo, *ohi;
+      span_of(&m->ops[0], &olo, &ohi);
+      if (overlap(lo, hi, olo, ohi) && !identical(w, &m->ops[0])) return false;
+    }
+  }
+  return true;
+}
+
+/* Records m's accesses: reads first, then the write (an in-place op reads
+ * the old value, so a version it starts is not written first). */
+static bool member_apply(fuse_group *g, fuse_member *m, int index) {
+  const int n = m->task->n_operands;
+  for (int step = 0; step < n; step++) {
+    const int k = step + 1 < n ? step + 1 : 0;
+    const nrt_operand *w = &m->ops[k];
+    const bool write = k == 0;
+    m->konst[k] = -1;
+    m->version[k] = -1;
+    if (!write && all_broadcast(w)) {
+      int c = find_const(g, w);
+      if (c >= 0) {
+        m->konst[k] = (int16_t)c;
+        continue;
+      }
+    }
+    int match = -1;
+    for (int v = 0; v < g->n_versions; v++)
+      if (!g->versions[v].freed && identical(g->versions[v].view, w)) match = v;
+    if (match < 0) {
+      if (g->n_versions == FUSE_MAX_VERSIONS) return false;
+      match = g->n_versions++;
+      fuse_version *ver = &g->versions[match];
+      ver->view = w;
+      span_of(w, &ver->lo, &ver->hi);
+      ver->esize = dtype_size(w->dtype);
+      ver->first_member = index;
+      ver->first_is_write = write;
+      ver->written = ver->freed = false;
+      ver->dense = dense(w);
+      ver->scratch = -1;
+    }
+    fuse_version *ver = &g->versions[match];
+    ver->written |= write;
+    ver->last_member = index;
+    m->version[k] = (int16_t)match;
+  }
+  return true;
+}
+
+static void apply_hint(fuse_group *g, const nrt_task *t) {
+  const nrt_memcpy_params *p = (const nrt_memcpy_params *)t->params;
+  const char *lo = p->dst, *hi = lo + p->bytes;
+  for (int v = 0; v < g->n_versions; v++) {
+    fuse_version *ver = &g->versions[v];
+    if (ver->lo >= lo && ver->hi <= hi) ver->freed = true;
+  }
+  for (int c = 0; c < g->n_consts; c++)
+    if (g->consts[c].ptr >= lo && g->consts[c].ptr + g->consts[c].esize <= hi)
+      g->consts[c].freed = true;
+}
+
+/* Walks the items in order; the group ends before the first that does
+ * not fit.  Returns the number of members kept. */
+static int scan(fuse_group *g) {
+  g->n_versions = 0;
+  int n_consts = 0, kept = 0, members = 0;
+  g->n_consts = 0; /* constants become visible as the walk reaches them */
+  for (int i = 0; i < g->n_items; i++) {
+    fuse_item *it = &g->items[i];
+    bool ok = true;
+    if (it->kind == ITEM_HINT) {
+      apply_hint(g, it->task);
+    } else if (it->kind == ITEM_CONST) {
+      fuse_const *c = &g->consts[it->index];
+      for (int v = 0; v < g->n_versions && ok; v++)
+        ok = !overlap(c->ptr, c->ptr + c->esize, g->versions[v].lo, g->versions[v].hi);
+      if (ok) {
+        for (int k = 0; k < n_consts; k++)
+          if (g->consts[k].ptr == c->ptr) g->consts[k].superseded = true;
+        g->n_consts = ++n_consts;
+      }
+    } else {
+      fuse_member *m = &g->members[it->index];
+      ok = member_fits(g, m) && member_apply(g, m, members);
+      if (ok) members++;
+    }
+    if (!ok) {
+      g->n_items = i;
+      break;
+    }
+    kept = members;
+  }
+  g->n_members = kept;
+  return kept;
+}
+
+/* ------------------------------------------------------------ elision, tiles */
+
+/* Dead intermediates get scratch slots by liveness (by member index): a
+ * slot is reused once its last reader has run within the tile. */
+static void assign_scratch(fuse_group *g) {
+  int busy_until[FUSE_MAX_SCRATCH];
+  g->n_scratch = 0;
+  for (int v = 0; v < g->n_versions; v++) {
+    fuse_version *ver = &g->versions[v];
+    if (!(ver->first_is_write && ver->freed && ver->dense)) continue;
+    int slot = -1;
+    for (int s = 0; s < g->n_scratch && slot < 0; s++)
+      if (busy_until[s] < ver->first_member) slot = s;
+    if (slot < 0) {
+      if (g->n_scratch == FUSE_MAX_SCRATCH) continue; /* stored after all */
+      slot = g->n_scratch++;
+      g->scratch_bytes[slot] = 0;
+    }
+    busy_until[slot] = ver->last_member;
+    size_t bytes = ver->esize * FUSE_TILE_ELEMENTS;
+    if (bytes > g->scratch_bytes[slot]) g->scratch_bytes[slot] = bytes;
+    ver->scratch = slot;
+  }
+}
+
+static void cut_tiles(fuse_group *g) {
+  int64_t inner = 1;
+  int q = g->ndim - 1;
+  while (q >= 0 && inner * g->sizes[q] <= FUSE_TILE_ELEMENTS) inner *= g->sizes[q--];
+  g->split = q;
+  if (q < 0) {
+    g->chunk = g->n_chunks = g->n_tiles = 1;
+    return;
+  }
+  g->chunk = FUSE_TILE_ELEMENTS / inner;
+  g->n_chunks = (g->sizes[q] + g->chunk - 1) / g->chunk;
+  int64_t outer = 1;
+  for (int d = 0; d < q; d++) outer *= g->sizes[d];
+  g->n_tiles = outer * g->n_chunks;
+}
+
+bool nrt_fusion_plan(fuse_group *g, nrt_exec_ctx *ctx, const nrt_task *ring, unsigned ring_size,
+                     uint64_t head, uint64_t queued) {
+  points pts;
+  g->head = head;
+  collect(g, ctx, ring, ring_size, head, queued, &pts);
+  if (g->n_members < 2) return false;
+  for (int m = 0; m < g->n_members; m++) {
+    fuse_member *mem = &g->members[m];
+    for (int k = 0; k < mem->task->n_operands; k++)
+      refine(&mem->task->operands[k], &pts, &mem->ops[k]);
+  }
+  g->ndim = pts.n;
+  for (int j = 0; j < pts.n; j++)
+    g->sizes[pts.n - 1 - j] = pts.p[j] / (j ? pts.p[j - 1] : 1);
+  if (scan(g) < 2) return false;
+  /* trailing items after the last member stay: hints, and constants whose
+   * fills the executor stores */
+  assign_scratch(g);
+  cut_tiles(g);
+  return true;
+}
