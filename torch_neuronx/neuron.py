@@ -146,6 +146,12 @@ def synchronize(device: Any = None) -> None:
     _C._synchronize(_device_index(device))
 
 
+def _sleep(cycles: int) -> None:
+    """Like ``torch.cuda._sleep``: the current stream spins for ``cycles`` of
+    a 1 GHz clock before its next task (work queues up behind it)."""
+    _C._sleep(int(cycles))
+
+
 def is_launch_blocking() -> bool:
     """TORCHNEURON_LAUNCH_BLOCKING=1: every launch waits and reports its own error."""
     _lazy_init()

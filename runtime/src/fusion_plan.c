@@ -231,9 +231,14 @@ static int find_const(const fuse_group *g, const nrt_operand *o) {
   return -1;
 }
 
+/* A constant's real bytes are stored after the tiles (when it outlives the
+ * group), so until its block is released no other access may touch them;
+ * once released, the block is the allocator's to hand to the next tensor. */
 static bool touches_const(const fuse_group *g, const char *lo, const char *hi) {
   for (int c = 0; c < g->n_consts; c++)
-    if (overlap(lo, hi, g->consts[c].ptr, g->consts[c].ptr + g->consts[c].esize)) return true;
+    if (!g->consts[c].freed &&
+        overlap(lo, hi, g->consts[c].ptr, g->consts[c].ptr + g->consts[c].esize))
+      return true;
   return false;
 }
 
@@ -258,6 +263,9 @@ static bool member_fits(const fuse_group *g, const fuse_member *m) {
       if (identical(ver->view, w)) {
         if (!latest_seen && ver->freed && !write) return false;
         latest_seen = true;
+      } else if (ver->freed && ver->scratch >= 0) {
+        /* a released dead intermediate never touches memory: the caching
+         * allocator may hand its bytes to the next tensor in the chain */
       } else if (ver->written || write) {
         return false;
       }
@@ -312,12 +320,41 @@ static bool member_apply(fuse_group *g, fuse_member *m, int index) {
   return true;
 }
 
+/* A dead intermediate gets a scratch slot when its block is released: its
+ * live range (by member index) is final then.  Slots are shared by
+ * versions whose ranges do not meet: within a tile, a slot is reused once
+ * its last reader has run. */
+static void give_scratch(fuse_group *g, fuse_version *ver) {
+  int slot = -1;
+  for (int s = 0; s < g->n_scratch && slot < 0; s++) {
+    slot = s;
+    for (int v = 0; v < g->n_versions; v++) {
+      const fuse_version *o = &g->versions[v];
+      if (o->scratch == s && o->first_member <= ver->last_member &&
+          ver->first_member <= o->last_member) {
+        slot = -1;
+        break;
+      }
+    }
+  }
+  if (slot < 0) {
+    if (g->n_scratch == FUSE_MAX_SCRATCH) return; /* stored after all */
+    slot = g->n_scratch++;
+    g->scratch_bytes[slot] = 0;
+  }
+  const size_t bytes = ver->esize * FUSE_TILE_ELEMENTS;
+  if (bytes > g->scratch_bytes[slot]) g->scratch_bytes[slot] = bytes;
+  ver->scratch = slot;
+}
+
 static void apply_hint(fuse_group *g, const nrt_task *t) {
   const nrt_memcpy_params *p = (const nrt_memcpy_params *)t->params;
   const char *lo = p->dst, *hi = lo + p->bytes;
   for (int v = 0; v < g->n_versions; v++) {
     fuse_version *ver = &g->versions[v];
-    if (ver->lo >= lo && ver->hi <= hi) ver->freed = true;
+    if (ver->freed || ver->lo < lo || ver->hi > hi) continue;
+    ver->freed = true;
+    if (ver->first_is_write && ver->dense) give_scratch(g, ver);
   }
   for (int c = 0; c < g->n_consts; c++)
     if (g->consts[c].ptr >= lo && g->consts[c].ptr + g->consts[c].esize <= hi)
@@ -327,7 +364,7 @@ static void apply_hint(fuse_group *g, const nrt_task *t) {
 /* Walks the items in order; the group ends before the first that does
  * not fit.  Returns the number of members kept. */
 static int scan(fuse_group *g) {
-  g->n_versions = 0;
+  g->n_versions = g->n_scratch = 0;
   int n_consts = 0, kept = 0, members = 0;
   g->n_consts = 0; /* constants become visible as the walk reaches them */
   for (int i = 0; i < g->n_items; i++) {
@@ -337,8 +374,11 @@ static int scan(fuse_group *g) {
       apply_hint(g, it->task);
     } else if (it->kind == ITEM_CONST) {
       fuse_const *c = &g->consts[it->index];
-      for (int v = 0; v < g->n_versions && ok; v++)
-        ok = !overlap(c->ptr, c->ptr + c->esize, g->versions[v].lo, g->versions[v].hi);
+      for (int v = 0; v < g->n_versions && ok; v++) {
+        const fuse_version *ver = &g->versions[v];
+        ok = (ver->freed && ver->scratch >= 0) || /* in scratch only: see member_fits */
+             !overlap(c->ptr, c->ptr + c->esize, ver->lo, ver->hi);
+      }
       if (ok) {
         for (int k = 0; k < n_consts; k++)
           if (g->consts[k].ptr == c->ptr) g->consts[k].superseded = true;
@@ -360,29 +400,6 @@ static int scan(fuse_group *g) {
 }
 
 /* ------------------------------------------------------------ elision, tiles */
-
-/* Dead intermediates get scratch slots by liveness (by member index): a
- * slot is reused once its last reader has run within the tile. */
-static void assign_scratch(fuse_group *g) {
-  int busy_until[FUSE_MAX_SCRATCH];
-  g->n_scratch = 0;
-  for (int v = 0; v < g->n_versions; v++) {
-    fuse_version *ver = &g->versions[v];
-    if (!(ver->first_is_write && ver->freed && ver->dense)) continue;
-    int slot = -1;
-    for (int s = 0; s < g->n_scratch && slot < 0; s++)
-      if (busy_until[s] < ver->first_member) slot = s;
-    if (slot < 0) {
-      if (g->n_scratch == FUSE_MAX_SCRATCH) continue; /* stored after all */
-      slot = g->n_scratch++;
-      g->scratch_bytes[slot] = 0;
-    }
-    busy_until[slot] = ver->last_member;
-    size_t bytes = ver->esize * FUSE_TILE_ELEMENTS;
-    if (bytes > g->scratch_bytes[slot]) g->scratch_bytes[slot] = bytes;
-    ver->scratch = slot;
-  }
-}
 
 static void cut_tiles(fuse_group *g) {
   int64_t inner = 1;
@@ -417,7 +434,6 @@ bool nrt_fusion_plan(fuse_group *g, nrt_exec_ctx *ctx, const nrt_task *ring, uns
   if (scan(g) < 2) return false;
   /* trailing items after the last member stay: hints, and constants whose
    * fills the executor stores */
-  assign_scratch(g);
   cut_tiles(g);
   return true;
 }

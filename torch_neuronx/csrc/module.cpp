@@ -52,6 +52,23 @@ py::dict device_properties(c10::DeviceIndex device) {
   return out;
 }
 
+// torch.cuda._sleep's counterpart: the current stream spins for `cycles`
+// of a 1 GHz device clock (nanoseconds) before its next task.  Tests use it
+// to let work queue up behind a busy stream, as CUDA's tests do.
+void sleep_on_stream(int64_t cycles) {
+  nrt_task task{};
+  task.kernel = NRT_KERNEL_HOST_FN;
+  task.name = "neuron::sleep";
+  auto* p = reinterpret_cast<nrt_host_fn_params*>(task.params);
+  p->fn = [](void* arg) {
+    const uint64_t until = nrt_now_ns() + static_cast<uint64_t>(reinterpret_cast<intptr_t>(arg));
+    while (nrt_now_ns() < until) {
+    }
+  };
+  p->arg = reinterpret_cast<void*>(static_cast<intptr_t>(cycles < 0 ? 0 : cycles));
+  NEURON_CHECK(nrt_launch(current_stream(), &task));
+}
+
 }  // namespace
 }  // namespace torch_neuronx
 
@@ -104,6 +121,7 @@ PYBIND11_MODULE(_C, m) {
     return d;
   });
   m.def("_fusion_stats_reset", [] { nrt_fusion_stats_reset(); });
+  m.def("_sleep", &sleep_on_stream, py::arg("cycles"));
   // Inductor's get_raw_stream (torch_neuronx/_inductor): the device's current
   // stream as the runtime's nrt_stream* address.
   m.def("_current_raw_stream", [](c10::DeviceIndex device) {

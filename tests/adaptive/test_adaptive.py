@@ -1,0 +1,270 @@
+"""Adaptive eager: fused execution is bit for bit unfused execution.
+
+Every test runs the same work with fusion off and on (and in verify mode,
+where the runtime itself re-runs each fused group unfused and compares the
+bytes) and compares the results' bits, and checks through the counters that
+fusion did happen.  tests/adaptive/programs.py draws the random programs.
+"""
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import torch_neuronx
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import programs  # noqa: E402
+
+# Launch-blocking mode runs every op alone (the suite must pass under it):
+# then nothing fuses, and only the bits are checked.
+FUSES = not torch.neuron.is_launch_blocking()
+
+
+@pytest.fixture(autouse=True)
+def restore_mode():
+    yield
+    torch_neuronx.set_adaptive_eager(True)
+
+
+def run_modes(fn, modes=(False, True, "verify")):
+    """fn() under each mode; returns the results and the groups fused."""
+    results, groups = {}, {}
+    for mode in modes:
+        torch_neuronx.set_adaptive_eager(mode)
+        torch_neuronx.reset_adaptive_eager_stats()
+        results[mode] = fn()
+        torch.neuron.synchronize()
+        groups[mode] = torch_neuronx.adaptive_eager_stats()["groups"]
+    torch_neuronx.set_adaptive_eager(True)
+    return results, groups
+
+
+def assert_same(results, reference=False):
+    ref = results[reference]
+    for mode, got in results.items():
+        assert len(got) == len(ref)
+        for i, (a, b) in enumerate(zip(ref, got)):
+            if a is None:
+                assert b is None
+                continue
+            assert programs.same_bits(a, b), f"value {i} differs with adaptive eager = {mode!r}"
+
+
+def test_defaults_and_switch():
+    assert torch_neuronx.is_adaptive_eager_enabled() == FUSES
+    torch_neuronx.set_adaptive_eager(False)
+    assert not torch_neuronx.is_adaptive_eager_enabled()
+    torch_neuronx.set_adaptive_eager("verify")
+    assert torch_neuronx.is_adaptive_eager_enabled() == FUSES
+    with pytest.raises(ValueError, match="expected True, False or 'verify'"):
+        torch_neuronx.set_adaptive_eager("sometimes")
+    with pytest.raises(TypeError):
+        torch_neuronx.set_adaptive_eager(1.5)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_programs(seed):
+    inputs, steps, side = programs.draw(seed)
+    results, _ = run_modes(lambda: programs.run(inputs, steps, side))
+    assert_same(results)
+
+
+def test_random_programs_fuse():
+    """Over a batch of programs, most tasks of the long ones run fused."""
+    torch_neuronx.reset_adaptive_eager_stats()
+    for seed in range(100, 110):
+        inputs, steps, side = programs.draw(seed, n_ops=12)
+        programs.run(inputs, steps, side)
+    stats = torch_neuronx.adaptive_eager_stats()
+    if FUSES:
+        assert stats["groups"] >= 5 and stats["tasks_fused"] >= 30, stats
+
+
+def chain_x_a_b(dtype, n=1 << 16):
+    g = torch.Generator().manual_seed(1)
+    x, a, b = (torch.randn(n, generator=g).to(dtype).to("neuron") for _ in range(3))
+
+    def fn():
+        torch.neuron._sleep(20_000_000)
+        out = []
+        for _ in range(4):
+            out.append(x * a + b)
+            out.append(((x * 1.5 + 0.25).sigmoid() * x - 0.5).relu())
+        return [t.cpu() for t in out]
+    return fn
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32, torch.float64])
+def test_rounding_chain(dtype):
+    """x * a + b rounds after the product in 16-bit dtypes, as unfused ops do."""
+    results, groups = run_modes(chain_x_a_b(dtype))
+    assert_same(results)
+    if FUSES:
+        assert groups[True] >= 1 and groups["verify"] >= 1
+
+
+def test_dead_intermediates_are_not_written():
+    x = torch.randn(1 << 16, device="neuron")
+    torch.neuron.synchronize()
+    torch_neuronx.reset_adaptive_eager_stats()
+    torch.neuron._sleep(20_000_000)
+    y = ((x * 2 + 1).sigmoid() * x - 3).relu()
+    torch.neuron.synchronize()
+    stats = torch_neuronx.adaptive_eager_stats()
+    if FUSES:
+        assert stats["tasks_fused"] >= 5
+        # the four temporaries die inside the chain
+        assert stats["bytes_not_written"] >= 4 * x.nbytes
+    torch_neuronx.set_adaptive_eager(False)
+    ref = ((x * 2 + 1).sigmoid() * x - 3).relu()
+    assert programs.same_bits(y.cpu(), ref.cpu())
+
+
+def overlap_programs():
+    """In-place writes through views that overlap other views' bytes: the
+    planner must end the group before the later access."""
+    base = torch.randn(64, 512, device="neuron")
+    flat = torch.randn(1 << 16, device="neuron")
+
+    def fn():
+        b, f = base.clone(), flat.clone()
+        torch.neuron._sleep(20_000_000)
+        b[:, :-1].add_(b[:, 1:] * 2)          # shifted read of what is written
+        b.mul_(0.5).add_(1)                   # identical views: fuse in place
+        f[1:].copy_(f[:-1].sigmoid())         # the write lands one element over
+        g = f.view(256, 256).t() + 1          # transposed read of a written tensor
+        f.add_(g.t().reshape(-1))
+        h = b * 3
+        b[::2].sub_(h[1::2])                  # strided write, other rows read
+        return [b.cpu(), f.cpu(), g.cpu(), h.cpu()]
+    return fn
+
+
+def test_overlap_hazards_cut_groups():
+    results, groups = run_modes(overlap_programs())
+    assert_same(results)
+    assert groups[True] >= 1 or not FUSES
+
+
+def test_two_streams_with_events():
+    x = torch.randn(1 << 15, device="neuron")
+    side = torch.neuron.Stream()
+
+    def fn():
+        torch.neuron._sleep(10_000_000)
+        a = (x * 2).exp()
+        ev = torch.neuron.Event()
+        ev.record()
+        with torch.neuron.stream(side):
+            torch.neuron._sleep(10_000_000)
+            side.wait_event(ev)
+            b = (a + 1).tanh() * a
+            a.record_stream(side)
+        torch.neuron.current_stream().wait_stream(side)
+        c = (b - a).relu() + x
+        b.record_stream(torch.neuron.current_stream())
+        return [a.cpu(), b.cpu(), c.cpu()]
+    results, groups = run_modes(fn)
+    assert_same(results)
+
+
+def test_deterministic_algorithms_keep_fusion():
+    torch.use_deterministic_algorithms(True)
+    try:
+        results, groups = run_modes(chain_x_a_b(torch.float32), modes=(False, True))
+    finally:
+        torch.use_deterministic_algorithms(False)
+    assert_same(results)
+    assert groups[True] >= 1 or not FUSES
+
+
+def test_peak_memory_does_not_grow():
+    x = torch.randn(1 << 18, device="neuron")
+    peaks = {}
+    for mode in (False, True):
+        torch_neuronx.set_adaptive_eager(mode)
+        torch.neuron.synchronize()
+        torch.neuron.reset_peak_memory_stats()
+        torch.neuron._sleep(10_000_000)
+        for _ in range(3):
+            y = ((x * 2 + 1).sigmoid() * x - 3).relu()
+        torch.neuron.synchronize()
+        peaks[mode] = torch.neuron.max_memory_allocated()
+        del y
+    assert peaks[True] <= peaks[False]
+
+
+def test_profiler_shows_fused_group():
+    x = torch.randn(1 << 16, device="neuron")
+    torch.neuron.synchronize()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
+                                            torch.profiler.ProfilerActivity.PrivateUse1]) as prof:
+        torch.neuron._sleep(20_000_000)
+        y = (x * 2 + 1).sigmoid()
+        torch.neuron.synchronize()
+    names = [e.name for e in prof.events()]
+    fused = [n for n in names if "fused[" in n]
+    if not FUSES:
+        return
+    assert fused, names
+    assert any("aten::mul" in n and "aten::add" in n and "aten::sigmoid" in n for n in fused)
+    del y
+
+
+THREADS_SCRIPT = r"""
+import sys, torch, torch_neuronx
+sys.path.insert(0, sys.argv[2])
+import programs
+out = {}
+for seed in (3, 7, 11):
+    inputs, steps, side = programs.draw(seed, n_ops=10)
+    out[seed] = programs.run(inputs, steps, side)
+torch.save(out, sys.argv[1])
+print(torch_neuronx.adaptive_eager_stats()["groups"])
+"""
+
+
+def test_thread_count_does_not_change_bits(tmp_path):
+    """Fused results with 1, 2 and all cores equal unfused ones."""
+    saved = {}
+    for threads, mode in (("1", "1"), ("2", "1"), (str(os.cpu_count()), "1"), ("2", "0")):
+        path = tmp_path / f"{threads}_{mode}.pt"
+        env = dict(os.environ, TORCHNEURON_NUM_THREADS=threads, TORCHNEURON_ADAPTIVE_EAGER=mode)
+        r = subprocess.run([sys.executable, "-c", THREADS_SCRIPT, str(path), HERE], env=env,
+                           capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stderr
+        if mode == "1" and FUSES:
+            assert int(r.stdout.split()[-1]) >= 1
+        saved[(threads, mode)] = torch.load(path)
+    ref = saved[("2", "0")]
+    for key, got in saved.items():
+        for seed, values in ref.items():
+            for a, b in zip(values, got[seed]):
+                assert (a is None) == (b is None)
+                if a is not None:
+                    assert programs.same_bits(a, b), (key, seed)
+
+
+def test_launch_blocking_runs_unfused():
+    env = dict(os.environ, TORCHNEURON_LAUNCH_BLOCKING="1")
+    code = ("import torch, torch_neuronx\n"
+            "x = torch.randn(1 << 16, device='neuron')\n"
+            "y = ((x * 2 + 1).sigmoid() * x).relu(); y.cpu()\n"
+            "print(torch_neuronx.is_adaptive_eager_enabled(), "
+            "torch_neuronx.adaptive_eager_stats()['groups'])\n")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["False", "0"]
+
+
+def test_bad_environment_value():
+    env = dict(os.environ, TORCHNEURON_ADAPTIVE_EAGER="maybe")
+    r = subprocess.run([sys.executable, "-c", "import torch; torch.ones(2, device='neuron')"],
+                       env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0
+    assert "TORCHNEURON_ADAPTIVE_EAGER" in r.stderr and "0, 1 or verify" in r.stderr
