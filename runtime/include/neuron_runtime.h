@@ -259,6 +259,12 @@ int nrt_launch_blocking(void);
 typedef enum nrt_fuse_kind {
   NRT_FUSE_NONE = 0,
   NRT_FUSE_ELEMENTWISE = 1,
+  /* A reduction as the group's last member (its sink): operand 0 the only
+   * output, broadcast (stride 0) along the reduced dims, operand 1 the
+   * input, both of one size; each output's bits depend only on its own
+   * row, whatever whole rows the kernel is run on.  The planner takes it
+   * when its reduced dims are the innermost ones and a row fits a tile. */
+  NRT_FUSE_REDUCTION = 2,
 } nrt_fuse_kind;
 typedef nrt_fuse_kind (*nrt_fuse_classify_fn)(const nrt_task *task);
 /* Declares kernel id's tasks fusible when fn says so (NULL: never). */

@@ -17,6 +17,9 @@
  *   3. elides dead intermediates: a view's version that a member writes
  *      first, whose block a free hint inside the group releases, lives in
  *      per-thread scratch and is never stored.
+ * A reduction may end the group (its sink) when its rows are innermost and
+ * fit in a tile: each tile then holds whole rows, and the reduction's own
+ * kernel reduces them as it would in the whole task.
  * The executor cuts the index space into tiles and runs, tile by tile,
  * every member's own kernel on that tile (operands narrowed to it, dead
  * intermediates and constants redirected), spread over the compute pool. */
@@ -73,6 +76,7 @@ typedef struct fuse_item {
 
 typedef struct fuse_group {
   uint64_t head;      /* ring position of the first item */
+  int sink_item;      /* the item of a reduction ending the group, or -1 */
   int n_items, n_members, n_consts, n_versions, n_scratch;
   fuse_item items[FUSE_WINDOW];
   fuse_member members[FUSE_MAX_MEMBERS];

@@ -144,10 +144,11 @@ static bool dense(const nrt_operand *o) {
 
 /* ------------------------------------------------------------ candidates */
 
-static bool classify_elementwise(const nrt_task *t) {
+static nrt_fuse_kind classify(const nrt_task *t) {
   nrt_fuse_classify_fn fn = nrt_kernel_fusion_of(t->kernel);
-  return fn && t->n_operands >= 1 && t->n_operands <= NRT_MAX_OPERANDS &&
-         fn(t) == NRT_FUSE_ELEMENTWISE;
+  if (!fn || t->n_operands < 1 || t->n_operands > NRT_MAX_OPERANDS) return NRT_FUSE_NONE;
+  const nrt_fuse_kind kind = fn(t);
+  return kind == NRT_FUSE_REDUCTION && t->n_operands != 2 ? NRT_FUSE_NONE : kind;
 }
 
 /* Runs t's kernel on an empty box of its index space: the kernel checks
@@ -182,6 +183,7 @@ static void collect(fuse_group *g, nrt_exec_ctx *ctx, const nrt_task *ring, unsi
                     uint64_t head, uint64_t queued, points *pts) {
   const uint64_t limit = queued < FUSE_WINDOW ? queued : FUSE_WINDOW;
   g->n_items = g->n_members = g->n_consts = 0;
+  g->sink_item = -1;
   g->numel = -1;
   pts->n = 0;
   for (uint64_t i = 0; i < limit; i++) {
@@ -193,9 +195,10 @@ static void collect(fuse_group *g, nrt_exec_ctx *ctx, const nrt_task *ring, unsi
       g->n_items++;
       continue;
     }
-    if (!classify_elementwise(t)) return;
+    const nrt_fuse_kind kind = g->sink_item >= 0 ? NRT_FUSE_NONE : classify(t);
+    if (kind == NRT_FUSE_NONE) return; /* after a sink only hints join */
     const int64_t n = numel_of(&t->operands[0]);
-    if (t->n_operands == 1 && n == 1) {
+    if (kind == NRT_FUSE_ELEMENTWISE && t->n_operands == 1 && n == 1) {
       if (g->n_consts == FUSE_MAX_CONSTS || !make_const(&g->consts[g->n_consts], ctx, t)) return;
       it->kind = ITEM_CONST;
       it->index = g->n_consts++;
@@ -213,6 +216,7 @@ static void collect(fuse_group *g, nrt_exec_ctx *ctx, const nrt_task *ring, unsi
     g->numel = n;
     *pts = merged;
     g->members[g->n_members].task = t;
+    if (kind == NRT_FUSE_REDUCTION) g->sink_item = g->n_items;
     it->kind = ITEM_MEMBER;
     it->index = g->n_members++;
     g->n_items++;
@@ -401,6 +405,22 @@ static int scan(fuse_group *g) {
 
 /* ------------------------------------------------------------ elision, tiles */
 
+/* The sink's reduced dims (stride 0 in its output) must be the innermost
+ * refined dims, and a row must fit in a tile, so that every tile holds
+ * whole rows; else the group ends before it. */
+static bool sink_fits(const fuse_group *g) {
+  const nrt_operand *out = &g->members[g->items[g->sink_item].index].ops[0];
+  int64_t row = 1;
+  bool kept_seen = false;
+  for (int d = g->ndim - 1; d >= 0; d--) {
+    if (out->sizes[d] == 1) continue;
+    if (out->strides[d] != 0) kept_seen = true;
+    else if (kept_seen) return false;
+    else row *= out->sizes[d];
+  }
+  return row <= FUSE_TILE_ELEMENTS;
+}
+
 static void cut_tiles(fuse_group *g) {
   int64_t inner = 1;
   int q = g->ndim - 1;
@@ -431,6 +451,11 @@ bool nrt_fusion_plan(fuse_group *g, nrt_exec_ctx *ctx, const nrt_task *ring, uns
   g->ndim = pts.n;
   for (int j = 0; j < pts.n; j++)
     g->sizes[pts.n - 1 - j] = pts.p[j] / (j ? pts.p[j - 1] : 1);
+  if (g->sink_item >= 0 && !sink_fits(g)) {
+    g->n_items = g->sink_item;
+    g->n_members--;
+    g->sink_item = -1;
+  }
   if (scan(g) < 2) return false;
   /* trailing items after the last member stay: hints, and constants whose
    * fills the executor stores */

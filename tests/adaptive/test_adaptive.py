@@ -268,3 +268,27 @@ def test_bad_environment_value():
                        env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode != 0
     assert "TORCHNEURON_ADAPTIVE_EAGER" in r.stderr and "0, 1 or verify" in r.stderr
+
+
+@pytest.mark.parametrize("numel", [1023, 1024, 65537, (1 << 24) + 3])
+@pytest.mark.parametrize("op", ["sum", "mean", "amax", "var"])
+def test_reduction_sink(numel, op):
+    """A reduction ending a chain reduces each row as the unfused kernel
+    does (same blocks, same order), whether it joins the group (rows that
+    fit a tile) or not (longer rows, the whole tensor)."""
+    rows = max(1, (1 << 16) // numel) if numel < (1 << 20) else 1
+    x = torch.randn(rows, numel, generator=torch.Generator().manual_seed(numel)).to("neuron")
+    reduce = {"sum": lambda t: t.sum(-1), "mean": lambda t: t.mean(-1, keepdim=True),
+              "amax": lambda t: t.amax(-1), "var": lambda t: t.var(-1)}[op]
+
+    def fn():
+        torch.neuron._sleep(20_000_000)
+        out = [reduce((x * 1.5 - 0.25).sigmoid() * x)]
+        out.append(reduce(x * x).sqrt() if op != "amax" else reduce(x.abs()))
+        if numel > 4096:
+            out.append(reduce(x + 1))
+        return [t.cpu() for t in out]
+    results, groups = run_modes(fn)
+    assert_same(results)
+    if FUSES and numel <= 1024:
+        assert groups[True] >= 1

@@ -11,8 +11,9 @@
  * the planner runs the kernel on an empty tile, and a task its kernel
  * refuses is left to fail on its own.
  *
- * Not here, on purpose: random (draws by position in the whole task),
- * reductions, scans, indexing, GEMM and the like (not elementwise),
+ * A reduction joins as a group's sink (NRT_FUSE_REDUCTION, reduce.c says
+ * when).  Not here, on purpose: random (draws by position in the whole
+ * task), scans, indexing, GEMM and the like (not elementwise),
  * integer division and remainder (a zero divisor fails the task), and the
  * multi-output tail ops (frexp). */
 #include "common/dtype_convert.h"
@@ -43,6 +44,7 @@ static const struct {
     {NK_KERNEL_POINTWISE, pointwise},
     {NK_KERNEL_UNARY, elementwise},
     {NK_KERNEL_UNARY_BACKWARD, elementwise},
+    {NK_KERNEL_REDUCE, nk_reduce_fusion}, /* a group's last member, on whole rows */
 };
 
 nrt_status nk_register_fusion(void) {

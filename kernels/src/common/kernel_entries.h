@@ -8,6 +8,7 @@ int nk_copy_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 int nk_fill_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 /* fusible.c: tells the runtime which kernels adaptive eager may tile */
 nrt_status nk_register_fusion(void);
+nrt_fuse_kind nk_reduce_fusion(const nrt_task *task); /* reduce.c */
 int nk_arange_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 int nk_linspace_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 int nk_binary_kernel(const nrt_task *task, nrt_exec_ctx *ctx);

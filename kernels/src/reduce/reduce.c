@@ -923,6 +923,38 @@ static int plan_reduce(const nrt_task *task, nrt_exec_ctx *ctx, rplan *pl) {
   return 0;
 }
 
+/* Adaptive eager may run this task as a fused group's sink, on tiles of
+ * whole rows (fusible.c): a plain reduction (one output) over rows of at
+ * most RED_CHUNK elements that lie innermost in memory, so that the task and
+ * any box of whole rows both take the per-output path -- one pairwise tree
+ * per row, in the same order (never the chunked or vertical paths, whose
+ * choice depends on how many rows a call holds). */
+nrt_fuse_kind nk_reduce_fusion(const nrt_task *t) {
+  const nk_reduce_params *prm = (const nk_reduce_params *)t->params;
+  switch (prm->op) {
+  case NK_REDUCE_SUM: case NK_REDUCE_NANSUM: case NK_REDUCE_MEAN: case NK_REDUCE_MAX:
+  case NK_REDUCE_MIN: case NK_REDUCE_NORM: case NK_REDUCE_VAR: break;
+  default: return NRT_FUSE_NONE;
+  }
+  if (t->n_operands != 2) return NRT_FUSE_NONE;
+  const nrt_operand *out = &t->operands[0], *in = &t->operands[1];
+  if (out->ndim != in->ndim || in->ndim > NRT_MAX_DIMS) return NRT_FUSE_NONE;
+  int64_t n_red = 1, min_kept = INT64_MAX, max_red = 0;
+  for (int d = 0; d < in->ndim; d++) {
+    if (in->sizes[d] == 1) continue;
+    const int64_t stride = in->strides[d] < 0 ? -in->strides[d] : in->strides[d];
+    if (out->strides[d] == 0) {
+      if (stride == 0) return NRT_FUSE_NONE;
+      n_red *= in->sizes[d];
+      if (stride * (in->sizes[d] - 1) > max_red) max_red = stride * (in->sizes[d] - 1);
+    } else if (stride < min_kept) {
+      min_kept = stride;
+    }
+  }
+  return n_red > 1 && n_red <= RED_CHUNK && max_red < min_kept ? NRT_FUSE_REDUCTION
+                                                                : NRT_FUSE_NONE;
+}
+
 int nk_reduce_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
   rplan pl;
   if (plan_reduce(task, ctx, &pl)) return -1;
