@@ -1,0 +1,250 @@
+"""Passes between the trace and the C lowering:
+  parallel_loops  which top-level loops may run their iterations at once;
+  allocate        SBUF/PSUM addresses by liveness, with NKI's capacity limits;
+  reroll          unrolled iterations folded back into C loops.
+"""
+from __future__ import annotations
+
+from .ir import Aff, leaves, op_views, rebuild, signature
+from .trace import (NKIError, PSUM_BANK_BYTES, PSUM_PARTITION_BYTES,
+                    SBUF_PARTITION_BYTES)
+
+
+def _walk(items):
+    for it in items:
+        if it[0] == "loop":
+            for body in it[3]:
+                yield from _walk(body)
+        else:
+            yield it
+
+
+# ----------------------------------------------------------------- parallel loops
+
+
+def _extent(v):
+    """Element interval [lo, hi] a view of an argument covers (program 0)."""
+    env = {"p0": 0, "p1": 0, "p2": 0}
+    off = v[4].eval(env)
+    lo = hi = off
+    for n, s in zip(v[5], v[6]):
+        if n == 0:
+            return None
+        if s > 0:
+            hi += (n - 1) * s
+        else:
+            lo += (n - 1) * s
+    return lo, hi
+
+
+def parallel_loops(root):
+    """Marks a top-level loop parallel (its 3rd field True) when its iterations
+    are independent: no tile from outside is written inside, no tile from an
+    iteration is used by another or after the loop, no argument written
+    inside is read inside, and iterations write disjoint argument ranges.
+    affine_range promises this; plain range (Beta 2) gets it checked too."""
+    out = []
+    for idx, it in enumerate(root):
+        if it[0] != "loop" or it[2] is False or len(it[3]) < 2:
+            out.append(it)
+            continue
+        out.append(("loop", it[1], _independent(it, root[idx + 1:]), it[3]))
+    return out
+
+
+def _independent(loop, after):
+    owner = {}
+    written_args, read_args, spans = set(), set(), []
+    for k, body in enumerate(loop[3]):
+        span = []
+        for op in _walk(body):
+            if op[0] == "alloc":
+                owner[op[2]] = k
+                continue
+            dst, srcs = op_views(op)
+            for v in [dst] + srcs:
+                if v[1] == "tile" and owner.get(v[2], -1) != k:
+                    return False
+            if dst[1] == "arg":
+                written_args.add(dst[2])
+                e = _extent(dst)
+                if e is None:
+                    continue
+                span.append((dst[2],) + e)
+            for v in srcs:
+                if v[1] == "arg":
+                    read_args.add(v[2])
+        spans.append(span)
+    if written_args & read_args:
+        return False
+    for op in _walk(after):
+        if op[0] == "alloc":
+            continue
+        dst, srcs = op_views(op)
+        if any(v[1] == "tile" and v[2] in owner for v in [dst] + srcs):
+            return False
+    by_arg = {}
+    for k, span in enumerate(spans):
+        for a, lo, hi in span:
+            by_arg.setdefault(a, []).append((lo, hi, k))
+    for ivs in by_arg.values():
+        ivs.sort()
+        for (l1, h1, k1), (l2, h2, k2) in zip(ivs, ivs[1:]):
+            if k1 != k2 and l2 <= h1:
+                return False
+    return True
+
+
+# ----------------------------------------------------------------- allocation
+
+
+def allocate(root, tiles):
+    """Gives every tile an address (bytes per partition) in SBUF or PSUM:
+    first fit, freed after its last use; raises NKIError naming the kernel's
+    line when NKI's capacities are exceeded.  Returns (tree, sbuf_bytes,
+    psum_bytes) with tile views rewritten to ("sbuf"|"psum", address)."""
+    last = {}
+    for n, op in enumerate(_walk(root)):
+        if op[0] == "alloc":
+            last.setdefault(op[2], n)
+            continue
+        dst, srcs = op_views(op)
+        for v in [dst] + srcs:
+            if v[1] == "tile":
+                last[v[2]] = n
+    frees = {}
+    for tid, n in last.items():
+        frees.setdefault(n, []).append(tid)
+    arenas = {"sbuf": _Arena(SBUF_PARTITION_BYTES, 64), "psum": _Arena(PSUM_PARTITION_BYTES,
+                                                                       PSUM_BANK_BYTES)}
+    addr = {}
+    for n, op in enumerate(_walk(root)):
+        if op[0] == "alloc":
+            _, loc, tid, space, nbytes = op
+            a = arenas[space].take(nbytes)
+            if a is None:
+                what = "SBUF" if space == "sbuf" else "PSUM (8 banks of 2 KiB)"
+                raise NKIError(f"{loc}: {what} overflow: a tile of {nbytes} bytes per "
+                               f"partition does not fit next to {arenas[space].live()} "
+                               f"live bytes per partition")
+            addr[tid] = (space, a, nbytes)
+        for tid in frees.get(n, ()):
+            if tid in addr:
+                arenas[addr[tid][0]].give(addr[tid][1], addr[tid][2])
+
+    def fix_view(x):
+        if isinstance(x, tuple):
+            if len(x) == 7 and x[0] == "v" and x[1] == "tile":
+                space, a, _ = addr[x[2]]
+                return ("v", space, Aff(a * 128)) + x[3:]
+            return tuple(fix_view(e) for e in x)
+        return x
+
+    def fix(items):
+        out = []
+        for it in items:
+            if it[0] == "loop":
+                out.append(("loop", it[1], it[2], [fix(b) for b in it[3]]))
+            elif it[0] != "alloc":
+                out.append(fix_view(it))
+        return out
+
+    return fix(root), arenas["sbuf"].high * 128, arenas["psum"].high * 128
+
+
+class _Arena:
+    def __init__(self, cap, align):
+        self.cap, self.align, self.free, self.high = cap, align, [(0, cap)], 0
+
+    def take(self, n):
+        n = -(-n // self.align) * self.align
+        for i, (a, size) in enumerate(self.free):
+            if size >= n:
+                self.free[i] = (a + n, size - n)
+                if self.free[i][1] == 0:
+                    del self.free[i]
+                self.high = max(self.high, a + n)
+                return a
+        return None
+
+    def give(self, a, n):
+        n = -(-n // self.align) * self.align
+        self.free.append((a, n))
+        self.free.sort()
+        merged = []
+        for s, z in self.free:
+            if merged and merged[-1][0] + merged[-1][1] == s:
+                merged[-1] = (merged[-1][0], merged[-1][1] + z)
+            else:
+                merged.append((s, z))
+        self.free = merged
+
+    def live(self):
+        return self.cap - sum(z for _, z in self.free)
+
+
+# ----------------------------------------------------------------- re-rolling
+
+
+class Tables:
+    """Integer tables of rolled loops (values no affine fit explains)."""
+
+    def __init__(self):
+        self.ids, self.values = {}, []
+
+    def get(self, vals):
+        vals = tuple(vals)
+        if vals not in self.ids:
+            self.ids[vals] = len(self.values)
+            self.values.append(vals)
+        return self.ids[vals]
+
+
+def reroll(root, tables):
+    """The tree with each marked loop rolled: ("for", var, count, body,
+    parallel).  Iterations roll when their signatures match; a first
+    iteration that differs (a PSUM tile's overwriting first matmul) is kept
+    in front; anything else stays unrolled."""
+    out = []
+    for it in root:
+        if it[0] == "loop":
+            out.extend(_roll_loop(it, tables))
+        else:
+            out.append(it)
+    return out
+
+
+def _roll_loop(node, tables):
+    _, lid, parallel, iters = node
+    bodies = [reroll(b, tables) for b in iters]
+    if len(bodies) <= 1:
+        return bodies[0] if bodies else []
+    var = f"i{lid}"
+    r = _fit(bodies, var, tables)
+    if r is not None:
+        return [("for", var, len(bodies), r, bool(parallel))]
+    if len(bodies) > 2:
+        r = _fit(bodies[1:], var, tables)
+        if r is not None:
+            return bodies[0] + [("for", var, len(bodies) - 1, r, False)]
+    return [x for b in bodies for x in b]
+
+
+def _fit(bodies, var, tables):
+    sig = signature(bodies[0])
+    if any(signature(b) != sig for b in bodies[1:]):
+        return None
+    cols = list(zip(*(leaves(b, []) for b in bodies)))
+    fitted = []
+    for col in cols:
+        terms = col[0].terms
+        if any(a.terms != terms for a in col[1:]):
+            return None
+        cs = [a.c for a in col]
+        d = cs[1] - cs[0]
+        if all(cs[k] == cs[0] + d * k for k in range(len(cs))):
+            fitted.append(Aff(cs[0], terms + ((var, d),)))
+        else:
+            t = tables.get(cs)
+            fitted.append(Aff(0, terms + ((f"T{t}[{var}]", 1),)))
+    return rebuild(bodies[0], iter(fitted))
