@@ -108,7 +108,8 @@ def full_dom(shape):
 def signature(x):
     """x with every Aff replaced by its symbol set (a hashable skeleton)."""
     if isinstance(x, Aff):
-        return ("A", x.syms())
+        # table ids are not structure: reroll merges differing tables
+        return ("A", tuple(s.split("[", 1)[1] if s[0] == "T" else s for s in x.syms()))
     if isinstance(x, tuple):
         return tuple(signature(e) for e in x)
     if isinstance(x, list):

@@ -45,11 +45,20 @@ def parallel_loops(root):
     affine_range promises this; plain range (Beta 2) gets it checked too."""
     out = []
     for idx, it in enumerate(root):
-        if it[0] != "loop" or it[2] is False or len(it[3]) < 2:
+        if it[0] != "loop":
             out.append(it)
             continue
-        out.append(("loop", it[1], _independent(it, root[idx + 1:]), it[3]))
+        par = it[2] is not False and len(it[3]) > 1 and _independent(it, root[idx + 1:])
+        out.append(("loop", it[1], par, [_serial(b) for b in it[3]]))
     return out
+
+
+def _serial(items):
+    """Nested loops run serially (inside a parallel loop or a program): only
+    analysed top-level loops may be parallel, even once an outer loop that
+    did not re-roll leaves them at the top."""
+    return [("loop", it[1], False, [_serial(b) for b in it[3]]) if it[0] == "loop" else it
+            for it in items]
 
 
 def _independent(loop, after):
@@ -62,9 +71,11 @@ def _independent(loop, after):
                 owner[op[2]] = k
                 continue
             dst, srcs = op_views(op)
-            for v in [dst] + srcs:
-                if v[1] == "tile" and owner.get(v[2], -1) != k:
-                    return False
+            if dst[1] == "tile" and owner.get(dst[2], -1) != k:
+                return False  # writes a tile of another iteration or from before
+            for v in srcs:
+                if v[1] == "tile" and owner.get(v[2], k) != k:
+                    return False  # reads another iteration's tile
             if dst[1] == "arg":
                 written_args.add(dst[2])
                 e = _extent(dst)
@@ -200,7 +211,7 @@ class Tables:
         return self.ids[vals]
 
 
-def reroll(root, tables):
+def reroll(root, tables, depth=0):
     """The tree with each marked loop rolled: ("for", var, count, body,
     parallel).  Iterations roll when their signatures match; a first
     iteration that differs (a PSUM tile's overwriting first matmul) is kept
@@ -208,18 +219,19 @@ def reroll(root, tables):
     out = []
     for it in root:
         if it[0] == "loop":
-            out.extend(_roll_loop(it, tables))
+            out.extend(_roll_loop(it, tables, depth))
         else:
             out.append(it)
     return out
 
 
-def _roll_loop(node, tables):
+def _roll_loop(node, tables, depth):
     _, lid, parallel, iters = node
-    bodies = [reroll(b, tables) for b in iters]
+    bodies = [reroll(b, tables, depth + 1) for b in iters]
     if len(bodies) <= 1:
         return bodies[0] if bodies else []
-    var = f"i{lid}"
+    # named by depth, so the same inner loop matches across outer iterations
+    var = f"i{depth}"
     r = _fit(bodies, var, tables)
     if r is not None:
         return [("for", var, len(bodies), r, bool(parallel))]
@@ -237,8 +249,8 @@ def _fit(bodies, var, tables):
     cols = list(zip(*(leaves(b, []) for b in bodies)))
     fitted = []
     for col in cols:
-        terms = col[0].terms
-        if any(a.terms != terms for a in col[1:]):
+        terms = _merge_tables(col, var, tables)
+        if terms is None:
             return None
         cs = [a.c for a in col]
         d = cs[1] - cs[0]
@@ -248,3 +260,29 @@ def _fit(bodies, var, tables):
             t = tables.get(cs)
             fitted.append(Aff(0, terms + ((f"T{t}[{var}]", 1),)))
     return rebuild(bodies[0], iter(fitted))
+
+
+def _merge_tables(col, var, tables):
+    """The terms shared by a column of Affs; a table term whose table differs
+    between iterations becomes one table of the concatenated values, indexed
+    by len * var + the old index.  None when the terms do not match."""
+    first = col[0].terms
+    out = []
+    for j, (sym, k) in enumerate(first):
+        syms = [a.terms[j][0] for a in col]
+        if any(a.terms[j][1] != k for a in col):
+            return None
+        if all(s == sym for s in syms):
+            out.append((sym, k))
+            continue
+        if sym[0] != "T":
+            return None
+        ids = [int(s[1:s.index("[")]) for s in syms]
+        idx = sym[sym.index("[") + 1:-1]
+        vals = [tables.values[i] for i in ids]
+        if any(s[s.index("["):] != sym[sym.index("["):] for s in syms) or \
+                len({len(v) for v in vals}) != 1:
+            return None
+        t = tables.get([x for v in vals for x in v])
+        out.append((f"T{t}[{len(vals[0])}*{var}+{idx}]", k))
+    return tuple(out)
