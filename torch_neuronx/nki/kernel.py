@@ -14,6 +14,7 @@ import torch
 
 from . import build, interp, language as nl, passes
 from .lower_c import Lowering
+from .op import guarded_storages
 from .trace import Ctx, NKIError, Ref, tracing
 
 
@@ -123,6 +124,12 @@ class Compiled:
                 t.copy_(c)
 
 
+def is_fake(t):
+    from torch._subclasses.fake_tensor import is_fake as f
+
+    return f(t)
+
+
 def _sig(a):
     if isinstance(a, torch.Tensor):
         return (a.dtype, tuple(a.shape), a.stride(), a.device.type)
@@ -166,15 +173,24 @@ class Kernel:
     def _call(self, grid, args, kwargs):
         if self.mode == "simulate" or os.environ.get("TORCHNEURON_NKI_SIMULATE") == "1":
             return simulate_call(self.fn, grid, args, kwargs)
-        c = self.compiled(grid, args, kwargs)
         inputs = [a for a in args if isinstance(a, torch.Tensor)]
         device = inputs[0].device if inputs else torch.device("cpu")
         for t in inputs:
             if t.device != device:
                 raise ValueError(f"{self.__name__}: tensors on {device} and {t.device}")
+        fake = any(is_fake(t) for t in inputs)
+        c = self.compiled(grid, args, kwargs)
+        guard = guarded_storages()
+        if guard and not fake:
+            for i, loc in c.trace.ctx.written_args.items():
+                if i < len(inputs) and inputs[i].untyped_storage().data_ptr() in guard[1]:
+                    name = guard[1][inputs[i].untyped_storage().data_ptr()]
+                    raise RuntimeError(f"{loc}: {guard[0]}: kernel {self.__name__} writes "
+                                       f"argument '{name}', which is not in mutates_args")
         outs = [torch.empty_strided(s, st, dtype=dt, device=device) for s, st, dt in c.outs]
         tensors = inputs + outs
-        c.run(tensors, device)
+        if not fake:  # fake tensors (torch.compile, meta): the trace gives the outputs
+            c.run(tensors, device)
         return _build_result(c.trace.result, tensors)
 
 

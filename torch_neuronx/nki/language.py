@@ -274,8 +274,8 @@ def _src(r, what="operand"):
         fail(f"{what} is in HBM: compute ops read on-chip tiles (nl.load it first)")
     info = c.tiles[r.v[2]]
     if info.get("moved"):
-        fail("this matmul result was accumulated in place (psum += nl.matmul(...)) "
-             "and cannot be read again")
+        fail("this temporary was written in place (`psum += nl.matmul(...)` or "
+             "`t[...] = nl.op(...)`) and cannot be read again")
     c.read_tiles = getattr(c, "read_tiles", set())
     return r
 
@@ -299,7 +299,7 @@ def _emit_ew(dst, expr, srcs, mask, kind="ew"):
         if s.space == "arg":
             c.read_args.add(s.v[2])
     if dst.space == "arg":
-        c.written_args.add(dst.v[2])
+        c.written_args.setdefault(dst.v[2], T.user_loc())
     else:
         c.tiles[dst.v[2]]["written"] = True
     c.emit(("ew", T.user_loc(), dst.v, dom, expr, tuple(views)))
@@ -417,6 +417,32 @@ def _copy_into(dst, value, mask):
     else:
         refs, eargs = _operands([value])
         _emit_ew(dst, eargs[0], [], mask)
+
+
+def _retarget(dst, value):
+    """Makes the op that just produced the temporary tile `value` write dst
+    instead; False when value is not that op's fresh whole-tile result."""
+    c = ctx()
+    blk = c.stack[-1]
+    if len(blk) < 2 or value.space != "tile" or tuple(dst.shape) != tuple(value.shape):
+        return False
+    last, alloc = blk[-1], blk[-2]
+    if last[0] != "ew" or last[2] != value.v or alloc[0] != "alloc" or alloc[2] != value.v[2]:
+        return False
+    dom = last[3]
+    _check(dst, dom, "store" if dst.space == "arg" else "write")
+    op = ("ew", last[1], dst.v, dom, last[4], last[5])
+    blk[-1] = op
+    c.tiles[value.v[2]]["moved"] = True
+    if dst.space == "arg":
+        c.written_args.setdefault(dst.v[2], T.user_loc())
+    else:
+        c.tiles[dst.v[2]]["written"] = True
+    if c.eager:
+        from .interp import run_op
+
+        run_op(op, c.store, {})
+    return True
 
 
 def _update(dst, o, name):

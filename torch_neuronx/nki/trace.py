@@ -221,13 +221,14 @@ class Ref:
         return index(self, key)
 
     def __setitem__(self, key, value):
+        # a temporary (t[...] = nl.op(..., mask=m)) is written in place, as
+        # NKI's compiler does: elements the mask skips keep their values
+        temporary = sys.getrefcount(value) <= 3
         from . import language as nl
 
         dst = index(self, key)
-        mask = None
-        if isinstance(value, _Masked):
-            value, mask = value.value, value.mask
-        nl._copy_into(dst, value, mask)
+        if not (temporary and isinstance(value, Ref) and nl._retarget(dst, value)):
+            nl._copy_into(dst, value, None)
 
     def reshape(self, shape):
         shape = tuple(int(s) for s in shape)
@@ -337,11 +338,6 @@ class Ref:
         return self._inplace(o, "divide")
 
 
-class _Masked:
-    def __init__(self, value, mask):
-        self.value, self.mask = value, mask
-
-
 def index(ref, key):
     if not isinstance(key, tuple):
         key = (key,)
@@ -412,7 +408,7 @@ class Ctx:
         self.stack = [self.root]
         self.tiles = {}  # id -> {"shape","dtype","space","loc", "written"}
         self.args = []  # per HBM argument: dict(shape, dtype, strides, role, name)
-        self.written_args = set()
+        self.written_args = {}  # argument index -> file:line of its first write
         self.read_args = set()
         self.tile_ids = itertools.count()
         self.loop_ids = itertools.count()
