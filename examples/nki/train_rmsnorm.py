@@ -20,6 +20,12 @@ def rmsnorm(x: torch.Tensor, g: torch.Tensor, eps: float) -> torch.Tensor:
     return nki_rmsnorm_kernel(x, g, eps)
 
 
+@nki.op("nki_examples::rmsnorm_backward", mutates_args=())
+def rmsnorm_backward(x: torch.Tensor, g: torch.Tensor, dy: torch.Tensor,
+                     eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+    return nki_rmsnorm_backward_kernel(x, g, dy.contiguous(), eps)
+
+
 def _setup(ctx, inputs, output):
     x, g, eps = inputs
     ctx.save_for_backward(x, g)
@@ -28,7 +34,8 @@ def _setup(ctx, inputs, output):
 
 def _backward(ctx, dy):
     x, g = ctx.saved_tensors
-    dx, dg = nki_rmsnorm_backward_kernel(x, g, dy.contiguous(), ctx.eps)
+    # an op, not a bare kernel call, so that traced backward graphs hold it
+    dx, dg = rmsnorm_backward(x, g, dy, ctx.eps)
     return dx, dg, None
 
 

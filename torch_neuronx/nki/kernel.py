@@ -14,7 +14,7 @@ import torch
 
 from . import build, interp, language as nl, passes
 from .lower_c import Lowering
-from .op import guarded_storages
+from .op import guarded_storages, in_fake_impl
 from .trace import Ctx, NKIError, Ref, tracing
 
 
@@ -29,7 +29,10 @@ class Trace:
         call_args = []
         for i, a in enumerate(args):
             if isinstance(a, torch.Tensor):
-                ref = c.new_arg(a.shape, a.dtype, a.stride(), "in", f"arg{i}")
+                # int(): symbolic sizes (torch.compile's dynamic shapes) are
+                # specialised; an NKI kernel is traced per concrete shape
+                ref = c.new_arg(tuple(int(s) for s in a.shape), a.dtype,
+                                tuple(int(s) for s in a.stride()), "in", f"arg{i}")
                 if eager:
                     c.store[("a", len(c.args) - 1)] = a
                 call_args.append(ref)
@@ -132,7 +135,8 @@ def is_fake(t):
 
 def _sig(a):
     if isinstance(a, torch.Tensor):
-        return (a.dtype, tuple(a.shape), a.stride(), a.device.type)
+        return (a.dtype, tuple(int(s) for s in a.shape), tuple(int(s) for s in a.stride()),
+                a.device.type)
     if isinstance(a, (list, tuple)):
         return (type(a).__name__,) + tuple(_sig(x) for x in a)
     if isinstance(a, float):
@@ -179,6 +183,11 @@ class Kernel:
             if t.device != device:
                 raise ValueError(f"{self.__name__}: tensors on {device} and {t.device}")
         fake = any(is_fake(t) for t in inputs)
+        if fake and not in_fake_impl():
+            raise RuntimeError(
+                f"{self.__name__}: an NKI kernel called on fake tensors (torch.compile, "
+                "AOTAutograd, meta) outside an nki.op would vanish from the traced graph; "
+                "wrap the call in an @nki.op")
         c = self.compiled(grid, args, kwargs)
         guard = guarded_storages()
         if guard and not fake:

@@ -9,7 +9,9 @@ The op runs on neuron and on CPU tensors (the same compiled library, on the
 calling thread).  Its fake (meta) implementation is the same function: with
 fake tensors a kernel is traced, not launched, and its outputs are made from
 the trace's shapes (kernel.py), so the op sits in torch.compile graphs as one
-node.  A kernel that writes an argument the op did not declare in
+node.  A backward that launches kernels must itself call nki.op ops: a bare
+kernel launch is not an op, so a traced graph (AOTAutograd) would not hold it;
+kernel.py refuses fake tensors outside an nki.op for that reason.  A kernel that writes an argument the op did not declare in
 mutates_args raises (checked on every call against the trace's writes).
 """
 from __future__ import annotations
@@ -42,6 +44,21 @@ def _guard(name, args, mutable):
         _active.guard = prev
 
 
+def in_fake_impl():
+    return getattr(_active, "fake", False)
+
+
+def _fake(fn):
+    def impl(*args, **kwargs):
+        prev = in_fake_impl()
+        _active.fake = True
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _active.fake = prev
+    return impl
+
+
 def _is_fake(t):
     from torch._subclasses.fake_tensor import is_fake
 
@@ -71,7 +88,7 @@ def nki_op(name, mutates_args=(), device_types=("neuron", "cpu"), schema=None):
         checked.__annotations__ = fn.__annotations__
         op = torch.library.custom_op(name, checked, mutates_args=mutates_args,
                                      device_types=device_types, schema=schema)
-        op.register_fake(fn)
+        op.register_fake(_fake(fn))
         return op
 
     return deco
