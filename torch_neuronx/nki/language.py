@@ -314,6 +314,8 @@ def _operands(args):
             refs.append(a)
         elif isinstance(a, (int, float, bool)):
             expr_args.append(("c", float(a)))
+        elif isinstance(a, Aff):  # a program id expression, known at run time
+            expr_args.append(("lin", a, ()))
         elif hasattr(a, "item") and getattr(a, "ndim", 1) == 0:
             expr_args.append(("c", float(a.item())))
         else:
