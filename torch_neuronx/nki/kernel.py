@@ -116,6 +116,11 @@ class Compiled:
             return
         from torch_neuronx import _C
 
+        if torch.autograd.profiler._is_profiler_enabled:
+            # a CPU-side range too, so key_averages() attaches the device task to it
+            with torch.profiler.record_function(self.name):
+                _C._neuron_launch(self.handle, device.index or 0, *tensors)
+            return
         _C._neuron_launch(self.handle, device.index or 0, *tensors)
 
     def _execute(self, tensors):
