@@ -85,6 +85,8 @@ def eval_expr(e, ins, sl, env):
             t = _CMP[op](eval_expr(lin, ins, sl, env), 0)
             out = t if out is None else out & t
         return out.float()
+    if k == "round":
+        return eval_expr(e[2], ins, sl, env).to(e[1]).float()
     if k == "where":
         c, a, b = (eval_expr(x, ins, sl, env) for x in e[1:])
         return torch.where(c != 0, a, b)

@@ -92,7 +92,7 @@ class Compiled:
         self.name, self.trace = name, trace
         self.outs = [(a["shape"], a["strides"], a["dtype"]) for a in trace.args
                      if a["role"] == "out"]
-        root = passes.parallel_loops(trace.root)
+        root = passes.parallel_loops(passes.fuse(trace.root))
         root, sbuf, psum = passes.allocate(root, trace.tiles)
         tables = passes.Tables()
         rolled = passes.reroll(root, tables)

@@ -83,6 +83,8 @@ def expr(e):
         return "(float)(" + " && ".join(f"({expr(l)} {op} 0.0f)" for l, op in e[1]) + ")"
     if k == "where":
         return f"({expr(e[1])} != 0.0f ? {expr(e[2])} : {expr(e[3])})"
+    if k == "round":  # a fused producer's rounding to its tile dtype
+        return f"nki_round_{ctype(e[1])[1]}({expr(e[2])})"
     if k in _FN1:
         return _FN1[k].format(expr(e[1]))
     return _FN2[k].format(expr(e[1]), expr(e[2]))

@@ -97,6 +97,14 @@ static inline void nki_f16_st(uint16_t *p, float f) {
 #define NKI_ST_u8(p, v) (*(p) = (uint8_t)nki_f2i(v))
 #define NKI_LD_b8(p) ((float)*(p))
 #define NKI_ST_b8(p, v) (*(p) = (uint8_t)((v) != 0.0f))
+static inline int32_t nki_f2i(float v);
+/* a value rounded as storing it in a tile of that dtype would */
+static inline float nki_round_bf16(float v) { uint16_t h; nki_bf16_st(&h, v); return nki_bf16_ld(&h); }
+static inline float nki_round_f16(float v) { uint16_t h; nki_f16_st(&h, v); return nki_f16_ld(&h); }
+static inline float nki_round_i32(float v) { return (float)nki_f2i(v); }
+static inline float nki_round_i8(float v) { return (float)(int8_t)nki_f2i(v); }
+static inline float nki_round_u8(float v) { return (float)(uint8_t)nki_f2i(v); }
+static inline float nki_round_b8(float v) { return (float)(v != 0.0f); }
 static inline int32_t nki_f2i(float v) {
   /* truncation as torch's .to(int); out of range and NaN saturate safely */
   return v != v ? 0 : v >= 2147483520.0f ? INT32_MAX : v <= -2147483648.0f ? INT32_MIN : (int32_t)v;

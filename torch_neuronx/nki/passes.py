@@ -5,6 +5,8 @@
 """
 from __future__ import annotations
 
+import torch
+
 from .ir import Aff, leaves, op_views, rebuild, signature
 from .trace import (NKIError, PSUM_BANK_BYTES, PSUM_PARTITION_BYTES,
                     SBUF_PARTITION_BYTES)
@@ -286,3 +288,118 @@ def _merge_tables(col, var, tables):
         t = tables.get([x for v in vals for x in v])
         out.append((f"T{t}[{len(vals[0])}*{var}+{idx}]", k))
     return tuple(out)
+
+
+# ----------------------------------------------------------------- fusion
+
+
+def fuse(root):
+    """Inlines an elementwise op into its only consumer in the same block:
+    load -> math -> store chains become one loop from HBM to HBM, and a
+    tile's producer is computed inside the reduction that reads it.  The
+    producer's dtype rounding is kept (a "round" node), its domain clips the
+    consumer's, and nothing either reads may be written in between."""
+    readers, writers = {}, {}
+    for op in _walk(root):
+        if op[0] == "alloc":
+            continue
+        dst, srcs = op_views(op)
+        if dst[1] == "tile":
+            writers[dst[2]] = writers.get(dst[2], 0) + 1
+        for v in srcs:
+            if v[1] == "tile":
+                readers[v[2]] = readers.get(v[2], 0) + 1
+    return _fuse_block(root, readers, writers)
+
+
+def _fuse_block(items, readers, writers):
+    items = [("loop", it[1], it[2], [_fuse_block(b, readers, writers) for b in it[3]])
+             if it[0] == "loop" else it for it in items]
+    out = list(items)
+    for i, p in enumerate(out):
+        if p is None or p[0] != "ew" or p[2][1] != "tile":
+            continue
+        t = p[2][2]
+        if readers.get(t) != 1 or writers.get(t) != 1:
+            continue
+        for j in range(i + 1, len(out)):
+            c = out[j]
+            if c is None:
+                continue
+            if c[0] in ("ew", "red") and any(v[1] == "tile" and v[2] == t for v in c[5]):
+                fused = _inline(p, c)
+                if fused is not None:
+                    out[i], out[j] = None, fused
+                break
+            if _touches(c, p):
+                break
+    return [x for x in out if x is not None]
+
+
+def _touches(op, p):
+    """Does op (between producer p and its consumer) write what p reads or
+    writes, or read what p writes?"""
+    inner = list(_walk([op]))
+    pw = (p[2][1], p[2][2])
+    pr = {(v[1], v[2]) for v in p[5]}
+    for o in inner:
+        if o[0] == "alloc":
+            continue
+        dst, srcs = op_views(o)
+        if (dst[1], dst[2]) in pr | {pw} or any((v[1], v[2]) == pw for v in srcs):
+            return True
+    return False
+
+
+def _inline(p, c):
+    _, _, pdst, pdom, pexpr, psrcs = p
+    srcs = list(c[5])
+    if any(v != pdst for v in srcs if v[1] == "tile" and v[2] == pdst[2]):
+        return None  # read through another view (broadcast, slice)
+    cdst = c[2]
+    if any((v[1], v[2]) == (cdst[1], cdst[2]) and v != cdst for v in psrcs):
+        return None
+    if len(c[3]) != len(pdom):
+        return None
+    if pdst[3] != torch.float32:
+        pexpr = ("round", pdst[3], pexpr)
+    base = len(srcs)
+    shifted = _shift(pexpr, base)
+    ks = {k for k, v in enumerate(srcs) if v[1] == "tile" and v[2] == pdst[2]}
+    expr = _subst(c[4], ks, shifted)
+    srcs = srcs + list(psrcs)
+    expr, srcs = _compact(expr, srcs)
+    dom = tuple((("b", lo1[1], lo1[2] + ((lo2[1], 1),) + lo2[2]),
+                 ("b", hi1[1], hi1[2] + ((hi2[1], 1),) + hi2[2]))
+                for (lo1, hi1), (lo2, hi2) in zip(c[3], pdom))
+    return (c[0], c[1], c[2], dom, expr, tuple(srcs)) + tuple(c[6:])
+
+
+def _map(e, f):
+    if e[0] == "in":
+        return f(e)
+    if e[0] in ("c", "lin"):
+        return e
+    if e[0] == "pred":
+        return e
+    if e[0] == "round":
+        return ("round", e[1], _map(e[2], f))
+    return (e[0],) + tuple(_map(x, f) for x in e[1:])
+
+
+def _shift(e, base):
+    return _map(e, lambda x: ("in", x[1] + base))
+
+
+def _subst(e, ks, repl):
+    return _map(e, lambda x: repl if x[1] in ks else x)
+
+
+def _compact(expr, srcs):
+    used = []
+    _map(expr, lambda x: used.append(x[1]) or x)
+    keep = sorted(set(used))
+    new = {k: i for i, k in enumerate(keep)}
+    return _map(expr, lambda x: ("in", new[x[1]])), [srcs[k] for k in keep]
+
+
