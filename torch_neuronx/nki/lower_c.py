@@ -204,10 +204,10 @@ class Lowering:
                 inner = []
                 self.block(body, inner, False)
                 self.funcs.append(self.loop_fn(fn, var, inner))
-                out.append(f"nki_pfor({count}, 1, {fn}, E);")
+                out.append(f"nki_pfor({aff(count)}, 1, {fn}, E);")
                 out.append("if (E->err) return;")
             else:
-                out.append(f"for (int64_t {var} = 0; {var} < {count}; {var}++) {{")
+                out.append(f"for (int64_t {var} = 0; {var} < {aff(count)}; {var}++) {{")
                 inner = []
                 self.block(body, inner, False)
                 out.extend("  " + x for x in inner)

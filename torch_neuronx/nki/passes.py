@@ -230,21 +230,25 @@ def reroll(root, tables, depth=0):
 def _roll_loop(node, tables, depth):
     _, lid, parallel, iters = node
     bodies = [reroll(b, tables, depth + 1) for b in iters]
-    if len(bodies) <= 1:
-        return bodies[0] if bodies else []
-    # named by depth, so the same inner loop matches across outer iterations
+    if not bodies:
+        return []
+    # named by depth, so the same inner loop matches across outer iterations;
+    # the trip count is a leaf, so loops whose count depends on an outer
+    # index (causal attention's key loop) still roll
     var = f"i{depth}"
     r = _fit(bodies, var, tables)
     if r is not None:
-        return [("for", var, len(bodies), r, bool(parallel))]
+        return [("for", var, Aff(len(bodies)), r, bool(parallel) and len(bodies) > 1)]
     if len(bodies) > 2:
         r = _fit(bodies[1:], var, tables)
         if r is not None:
-            return bodies[0] + [("for", var, len(bodies) - 1, r, False)]
+            return bodies[0] + [("for", var, Aff(len(bodies) - 1), r, False)]
     return [x for b in bodies for x in b]
 
 
 def _fit(bodies, var, tables):
+    if len(bodies) == 1:
+        return bodies[0]
     sig = signature(bodies[0])
     if any(signature(b) != sig for b in bodies[1:]):
         return None
@@ -265,9 +269,32 @@ def _fit(bodies, var, tables):
 
 
 def _merge_tables(col, var, tables):
-    """The terms shared by a column of Affs; a table term whose table differs
-    between iterations becomes one table of the concatenated values, indexed
-    by len * var + the old index.  None when the terms do not match."""
+    """The symbolic terms for a column of Affs (one per iteration) as terms
+    of the rolled loop; None if they cannot be reconciled.  Equal terms stay;
+    a table whose contents differ per iteration becomes one table of the
+    concatenated values (indexed by len * var + the old index); any other
+    coefficient that differs per iteration comes from a table: T[var] * sym."""
+    first = col[0].terms
+    if all(len(a.terms) == len(first) for a in col):
+        out = _merge_positional(col, var, tables)
+        if out is not None:
+            return out
+    syms = []
+    for a in col:
+        for sym, _ in a.terms:
+            if sym not in syms:
+                syms.append(sym)
+    out = []
+    for sym in syms:
+        coefs = [dict(a.terms).get(sym, 0) for a in col]
+        if all(c == coefs[0] for c in coefs):
+            out.append((sym, coefs[0]))
+        else:
+            out.append((f"T{tables.get(coefs)}[{var}]*{sym}", 1))
+    return tuple(out)
+
+
+def _merge_positional(col, var, tables):
     first = col[0].terms
     out = []
     for j, (sym, k) in enumerate(first):
@@ -277,7 +304,9 @@ def _merge_tables(col, var, tables):
         if all(s == sym for s in syms):
             out.append((sym, k))
             continue
-        if sym[0] != "T":
+        if sym[0] != "T" or "*" in sym:
+            return None
+        if any(s[0] != "T" or "*" in s for s in syms):
             return None
         ids = [int(s[1:s.index("[")]) for s in syms]
         idx = sym[sym.index("[") + 1:-1]
