@@ -140,6 +140,8 @@ def is_fake(t):
 
 def _sig(a):
     if isinstance(a, torch.Tensor):
+        if type(a) is torch.Tensor:  # the common case, cheap (dispatch time)
+            return (a.dtype, a.shape, a.stride(), a.device.type)
         return (a.dtype, tuple(int(s) for s in a.shape), tuple(int(s) for s in a.stride()),
                 a.device.type)
     if isinstance(a, (list, tuple)):
@@ -172,8 +174,8 @@ class Kernel:
         return Trace(self.fn, grid, args, kwargs)
 
     def compiled(self, grid, args, kwargs):
-        key = (grid, tuple(_sig(a) for a in args), tuple(sorted(
-            (k, _sig(v)) for k, v in kwargs.items())))
+        key = (grid, tuple(map(_sig, args)),
+               tuple(sorted((k, _sig(v)) for k, v in kwargs.items())) if kwargs else ())
         c = self.cache.get(key)
         if c is None:
             c = self.cache[key] = Compiled(f"nki::{self.__name__}", self.trace(grid, args, kwargs))
@@ -187,7 +189,7 @@ class Kernel:
         for t in inputs:
             if t.device != device:
                 raise ValueError(f"{self.__name__}: tensors on {device} and {t.device}")
-        fake = any(is_fake(t) for t in inputs)
+        fake = any(type(t) is not torch.Tensor and is_fake(t) for t in inputs)
         if fake and not in_fake_impl():
             raise RuntimeError(
                 f"{self.__name__}: an NKI kernel called on fake tensors (torch.compile, "
