@@ -207,7 +207,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--quick", action="store_true")
-    args = p.parse_args()
+    args = p.parse_known_args()[0]  # make bench passes BENCH_ARGS to every bench
     header()
     reps = args.repeats
     elementwise(reps, 4096)

@@ -131,3 +131,23 @@ def test_benchmark_records_latencies():
     torch.testing.assert_close(out.cpu(), a.cpu() * 2)
     assert len(b.times_us) == 3
     assert b.benchmark_result.nc_latency.get_latency_percentile(50) > 0
+
+
+def test_install_aliases_runs_unmodified_imports():
+    import importlib.util
+    import sys
+
+    assert importlib.util.find_spec("neuronxcc") is None  # no real NKI on this machine
+    try:
+        assert "neuronxcc.nki" in nki.install_aliases()
+        src = ("import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\n"
+               "@nki.jit\ndef k(a):\n    out = nl.ndarray(a.shape, dtype=a.dtype, "
+               "buffer=nl.shared_hbm)\n    nl.store(out, nl.exp(nl.load(a)))\n    return out\n")
+        g = {}
+        exec(compile(src, "<ported>", "exec"), g)
+        a = torch.randn(8, 8, device="neuron")
+        torch.testing.assert_close(g["k"](a).cpu(), a.cpu().exp())
+    finally:
+        for m in ("nki", "nki.language", "nki.isa", "neuronxcc", "neuronxcc.nki",
+                  "neuronxcc.nki.language", "neuronxcc.nki.isa"):
+            sys.modules.pop(m, None)

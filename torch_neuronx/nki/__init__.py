@@ -92,3 +92,35 @@ def op(name, *, mutates_args=(), **kwargs):
     from .op import nki_op
 
     return nki_op(name, mutates_args=mutates_args, **kwargs)
+
+
+def install_aliases():
+    """Opt-in: makes `import nki`, `import neuronxcc.nki` (and their
+    .language / .isa) resolve to these modules when the real packages are
+    absent, so a kernel file runs with no edit at all.  Returns the roots
+    it aliased."""
+    import importlib.util
+    import sys
+    import types
+
+    from . import isa as _isa, language as _nl
+
+    def real(name):  # a namespace package (a folder named nki) is not NKI
+        if name in sys.modules:
+            return True
+        spec = importlib.util.find_spec(name)
+        return spec is not None and spec.origin not in (None, "namespace")
+
+    me = sys.modules[__name__]
+    aliased = []
+    for root in ("nki", "neuronxcc.nki"):
+        if real(root.split(".")[0]):
+            continue
+        aliased.append(root)
+        if root == "neuronxcc.nki":
+            sys.modules["neuronxcc"] = types.ModuleType("neuronxcc")
+            sys.modules["neuronxcc"].nki = me
+        sys.modules[root] = me
+        sys.modules[root + ".language"] = _nl
+        sys.modules[root + ".isa"] = _isa
+    return aliased
