@@ -219,10 +219,17 @@ def simulate_call(fn, grid, args, kwargs):
     device = next((a.device for a in args if isinstance(a, torch.Tensor)), torch.device("cpu"))
     cpu_args = [a.detach().cpu().clone() if isinstance(a, torch.Tensor) else a for a in args]
     outs, written, result, tensors = [], set(), None, []
-    for pid in itertools.product(*(range(g) for g in grid)):
-        t = _SimTrace(fn, grid, cpu_args, kwargs, pid, iter(list(outs)), outs)
-        written |= t.written
-        result, tensors = t.result, t.tensors
+    # tile-sized torch ops: one thread (waking an intra-op team per op cost
+    # more than the op on a busy machine)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        for pid in itertools.product(*(range(g) for g in grid)):
+            t = _SimTrace(fn, grid, cpu_args, kwargs, pid, iter(list(outs)), outs)
+            written |= t.written
+            result, tensors = t.result, t.tensors
+    finally:
+        torch.set_num_threads(threads)
     k = 0
     with torch.no_grad():
         for a, c in zip(args, cpu_args):
