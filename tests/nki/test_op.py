@@ -71,3 +71,60 @@ def test_bare_kernel_on_fake_tensors_is_refused():
         x, w = torch.empty(8, 8), torch.empty(8)
         with pytest.raises(RuntimeError, match="nki.op"):
             nki_rmsnorm_kernel(x, w)
+
+
+def _sample_ops():
+    """Every sample kernel as a custom op (registered once per process)."""
+    from torch_neuronx import nki
+    import flash_attention
+    import layernorm
+    import matmul
+    import softmax
+    import tensor_add
+
+    @nki.op("nki_tests::tensor_add", mutates_args=())
+    def add(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return tensor_add.nki_tensor_add(a, b)
+
+    @nki.op("nki_tests::softmax", mutates_args=())
+    def sm(a: torch.Tensor) -> torch.Tensor:
+        return softmax.nki_softmax_kernel(a)
+
+    @nki.op("nki_tests::layernorm", mutates_args=())
+    def ln(a: torch.Tensor, g: torch.Tensor, b: torch.Tensor, eps: float) -> torch.Tensor:
+        return layernorm.nki_layernorm_kernel_v2(a, eps, g, b)
+
+    @nki.op("nki_tests::matmul", mutates_args=())
+    def mm(lhsT: torch.Tensor, rhs: torch.Tensor) -> torch.Tensor:
+        return matmul.nki_matmul_tiled_beta1(lhsT, rhs)
+
+    @nki.op("nki_tests::flash_fwd", mutates_args=())
+    def attn(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> torch.Tensor:
+        return flash_attention.flash_fwd[q.shape[0], q.shape[1]](q, k, v, causal=causal)
+
+    g = torch.Generator().manual_seed(0)
+
+    def r(*s):
+        return torch.randn(*s, generator=g)
+
+    return [(add, lambda: (r(200, 600), r(200, 600))),
+            (sm, lambda: (r(200, 300),)),
+            (ln, lambda: (r(200, 300), r(300), r(300), 1e-5)),
+            (mm, lambda: (r(128, 200), r(128, 300))),
+            (attn, lambda: (r(1, 2, 64, 300), r(1, 2, 64, 300), r(1, 2, 300, 64), True))]
+
+
+_OPS = []
+
+
+@pytest.mark.parametrize("device", ["cpu", "neuron"])
+@pytest.mark.parametrize("case", range(5))
+def test_opcheck_samples(device, case):
+    if not _OPS:
+        _OPS.extend(_sample_ops())
+    op, make = _OPS[case]
+    args = tuple(a.to(device) if isinstance(a, torch.Tensor) else a for a in make())
+    if device == "cpu":
+        torch.library.opcheck(op, args)
+    else:
+        torch.library.opcheck(op, args, test_utils=NEURON_UTILS)

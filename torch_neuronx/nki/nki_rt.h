@@ -95,6 +95,12 @@ static inline void nki_f16_st(uint16_t *p, float f) {
 #define NKI_ST_i8(p, v) (*(p) = (int8_t)nki_f2i(v))
 #define NKI_LD_u8(p) ((float)*(p))
 #define NKI_ST_u8(p, v) (*(p) = (uint8_t)nki_f2i(v))
+#define NKI_LD_i16(p) ((float)*(p))
+#define NKI_ST_i16(p, v) (*(p) = (int16_t)nki_f2i(v))
+#define NKI_LD_f64(p) ((float)*(p))
+#define NKI_ST_f64(p, v) (*(p) = (double)(v))
+#define NKI_LD_i64(p) ((float)*(p))
+#define NKI_ST_i64(p, v) (*(p) = (int64_t)nki_f2i(v))
 #define NKI_LD_b8(p) ((float)*(p))
 #define NKI_ST_b8(p, v) (*(p) = (uint8_t)((v) != 0.0f))
 static inline int32_t nki_f2i(float v);
@@ -102,6 +108,7 @@ static inline int32_t nki_f2i(float v);
 static inline float nki_round_bf16(float v) { uint16_t h; nki_bf16_st(&h, v); return nki_bf16_ld(&h); }
 static inline float nki_round_f16(float v) { uint16_t h; nki_f16_st(&h, v); return nki_f16_ld(&h); }
 static inline float nki_round_i32(float v) { return (float)nki_f2i(v); }
+static inline float nki_round_i16(float v) { return (float)(int16_t)nki_f2i(v); }
 static inline float nki_round_i8(float v) { return (float)(int8_t)nki_f2i(v); }
 static inline float nki_round_u8(float v) { return (float)(uint8_t)nki_f2i(v); }
 static inline float nki_round_b8(float v) { return (float)(v != 0.0f); }

@@ -426,6 +426,8 @@ class Ctx:
         shape = tuple(int(s) for s in shape)
         if not shape:
             shape = (1,)
+        if dtype in (torch.float64, torch.int64):
+            fail(f"{dtype} tiles do not exist on-chip (NKI's dtypes are 32 bits or less)")
         if shape[0] > PMAX:
             fail(f"partition dimension {shape[0]} exceeds nl.tile_size.pmax ({PMAX})")
         if any(s <= 0 for s in shape):
