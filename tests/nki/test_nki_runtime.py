@@ -4,6 +4,7 @@ simulator's debugging aids."""
 import json
 
 import pytest
+import nki_testutil  # noqa: F401  (examples/nki on sys.path)
 import torch
 from torch.profiler import ProfilerActivity, profile
 

@@ -5,6 +5,7 @@ import re
 
 import numpy as np
 import pytest
+import nki_testutil  # noqa: F401  (examples/nki on sys.path)
 import torch
 
 from torch_neuronx import nki

@@ -1,6 +1,7 @@
 """nki.op: custom ops with NKI kernels, under opcheck, autograd (a backward
 kernel trains a model) and torch.compile."""
 import pytest
+import nki_testutil  # noqa: F401  (examples/nki on sys.path)
 import torch
 
 import train_rmsnorm

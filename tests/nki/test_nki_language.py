@@ -2,6 +2,7 @@
 neuron) and simulated, against torch on the CPU."""
 import numpy as np
 import pytest
+import nki_testutil  # noqa: F401  (examples/nki on sys.path)
 import torch
 import torch.nn.functional as F
 

@@ -6,11 +6,12 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import tol
+from nki_testutil import tol
 
 from torch_neuronx import nki
 
 DTYPES = [torch.float32, torch.bfloat16]
+neuron = torch.device("neuron")
 
 
 def _rand(*shape, dtype=torch.float32, seed=0):
@@ -26,7 +27,7 @@ def _check(out, ref, dtype):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", [(256, 1024), (300, 1100)])
-def test_tensor_add(neuron, dtype, shape):
+def test_tensor_add(dtype, shape):
     from tensor_add import nki_tensor_add
 
     a, b = _rand(*shape, dtype=dtype), _rand(*shape, dtype=dtype, seed=1)
@@ -40,7 +41,7 @@ def _rms_ref(a, g, eps=0.0):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", [(256, 512), (300, 700)])
-def test_rmsnorm(neuron, dtype, shape):
+def test_rmsnorm(dtype, shape):
     from rmsnorm import nki_rmsnorm_kernel
 
     a, g = _rand(*shape, dtype=dtype), _rand(shape[1], dtype=dtype, seed=1)
@@ -49,7 +50,7 @@ def test_rmsnorm(neuron, dtype, shape):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", [(256, 512), (300, 700)])
-def test_softmax(neuron, dtype, shape):
+def test_softmax(dtype, shape):
     from softmax import nki_softmax_kernel
 
     a = _rand(*shape, dtype=dtype) * 3
@@ -59,7 +60,7 @@ def test_softmax(neuron, dtype, shape):
 @pytest.mark.parametrize("version", ["v1", "v2"])
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", [(256, 512), (300, 700)])
-def test_layernorm(neuron, version, dtype, shape):
+def test_layernorm(version, dtype, shape):
     import layernorm
 
     k = getattr(layernorm, f"nki_layernorm_kernel_{version}")
@@ -75,7 +76,7 @@ def test_layernorm(neuron, version, dtype, shape):
 
 @pytest.mark.parametrize("name", ["nki_matmul_tiled_", "nki_matmul_hoist_load_"])
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_matmul_beta2(neuron, name, dtype):
+def test_matmul_beta2(name, dtype):
     import matmul
 
     k = getattr(matmul, name)
@@ -88,7 +89,7 @@ def test_matmul_beta2(neuron, name, dtype):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("kmn", [(256, 256, 1024), (128, 200, 700)])
-def test_matmul_beta1_ragged(neuron, dtype, kmn):
+def test_matmul_beta1_ragged(dtype, kmn):
     from matmul import nki_matmul_tiled_beta1
 
     K, M, N = kmn
@@ -106,7 +107,7 @@ def _attn_args(B, H, S, D, dtype):
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("S", [512, 600])
-def test_flash_attention(neuron, causal, dtype, S):
+def test_flash_attention(causal, dtype, S):
     from flash_attention import flash_fwd
 
     B, H, D = 1, 2, 64
@@ -149,7 +150,7 @@ def _cases():
 
 
 @pytest.mark.parametrize("case", range(11))
-def test_compiled_matches_simulated(neuron, case):
+def test_compiled_matches_simulated(case):
     name, k, grid, args, kwargs = _cases()[case]
     sim = nki.simulate(k)[grid](*args, **kwargs)
     comp = k[grid](*(x.to(neuron) if isinstance(x, torch.Tensor) else x for x in args),
