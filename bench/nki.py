@@ -142,8 +142,7 @@ def attention(reps, seqs):
     B, H, D = 1, 4, 128
     for S in seqs:
         q, k, v = (torch.randn(B, H, S, D) for _ in range(3))
-        args = [q.transpose(2, 3).contiguous().to(NEURON), k.transpose(2, 3).contiguous().to(NEURON),
-                v.to(NEURON)]
+        args = [t.transpose(2, 3).contiguous().to(NEURON) for t in (q, k)] + [v.to(NEURON)]
         for causal in (False, True):
             flash_fwd[B, H](*args, causal=causal)
             tc = median_seconds(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal),

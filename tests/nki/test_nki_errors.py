@@ -3,7 +3,6 @@ or store ever leaves its tensor."""
 import inspect
 import re
 
-import numpy as np
 import pytest
 import nki_testutil  # noqa: F401  (examples/nki on sys.path)
 import torch

@@ -3,7 +3,6 @@ the disk cache, re-rolled C, the executor without a compiler, and the
 simulator's debugging aids."""
 import json
 
-import pytest
 import nki_testutil  # noqa: F401  (examples/nki on sys.path)
 import torch
 from torch.profiler import ProfilerActivity, profile

@@ -1,8 +1,6 @@
 """Every sample kernel of examples/nki against torch on the CPU (float32 and
 bfloat16, regular and ragged shapes), run compiled on neuron tensors; and
 compiled against the simulator."""
-import math
-
 import pytest
 import torch
 import torch.nn.functional as F

@@ -18,8 +18,8 @@ import subprocess
 import tempfile
 
 HEADER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "nki_rt.h")
-FLAGS = ["-O3", "-march=native", "-mprefer-vector-width=512", "-std=c++17", "-shared", "-fPIC", "-fno-math-errno",
-         "-fno-trapping-math", "-fopenmp-simd", "-w"]
+FLAGS = ["-O3", "-march=native", "-mprefer-vector-width=512", "-std=c++17", "-shared", "-fPIC",
+         "-fno-math-errno", "-fno-trapping-math", "-fopenmp-simd", "-w"]
 
 
 def cache_dir():

@@ -8,13 +8,16 @@ same loop body when their `signature`s match, and each Aff leaf position is
 then fitted as affine in the loop index (or read from a table).
 
 Ops (tuples, first field the kind):
-  ("ew",  loc, dst, dom, expr, srcs)       dst[x] = expr(srcs[k][x] ...)  (copies, math, iota, select)
-  ("red", loc, dst, dom, expr, srcs, op, axes)   dst[p] = op over free axes of expr(...)
-  ("mm",  loc, dst, dom, stationary, moving, acc)   dst[M,N] (+)= stationary[K,M]^T @ moving[K,N]
-  ("tr",  loc, dst, dom, src)              dst[f, p] = src[p, f]
+  ("ew",  loc, dst, dom, expr, srcs)    dst[x] = expr(srcs[k][x] ...): copies, math,
+                                        iota, selects; expr is a tuple tree
+  ("red", loc, dst, dom, expr, srcs, op, axes, scale)
+                                        dst[p] = scale * (op over axes of expr(...))
+  ("mm",  loc, dst, dom, stationary, moving, acc)
+                                        dst[M,N] (+)= stationary[K,M]^T @ moving[K,N]
+  ("tr",  loc, dst, dom, src)           dst[f, p] = src[p, f]
   ("alloc", loc, tile_id, space, nbytes)   a tile comes alive (removed by allocation)
-  ("loop", loop_id, var, iterations)       a marked Python loop, unrolled (tracer output)
-  ("for", var, start, count, body, parallel)   a rolled loop (after reroll)
+  ("loop", loop_id, parallel, iterations)  a marked Python loop, unrolled (the trace)
+  ("for", var, count, body, parallel)      a rolled loop (after reroll; count an Aff)
 A view is ("v", space, storage, dtype, offset, shape, strides): space "arg"
 (storage = argument index), "tile" (storage = tile id, before allocation),
 "sbuf"/"psum" (storage = byte offset Aff, after allocation).  offset and

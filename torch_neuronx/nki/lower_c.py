@@ -18,7 +18,8 @@ from .ir import Aff, eval_bound
 
 _CT = {torch.float32: ("float", "f32"), torch.bfloat16: ("uint16_t", "bf16"),
        torch.float16: ("uint16_t", "f16"), torch.int32: ("int32_t", "i32"),
-       torch.int8: ("int8_t", "i8"), torch.int16: ("int16_t", "i16"), torch.uint8: ("uint8_t", "u8"),
+       torch.int8: ("int8_t", "i8"), torch.int16: ("int16_t", "i16"),
+       torch.uint8: ("uint8_t", "u8"),
        torch.bool: ("uint8_t", "b8"), torch.float64: ("double", "f64"),
        torch.int64: ("int64_t", "i64")}  # the last two in HBM only
 

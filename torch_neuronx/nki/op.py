@@ -11,8 +11,9 @@ fake tensors a kernel is traced, not launched, and its outputs are made from
 the trace's shapes (kernel.py), so the op sits in torch.compile graphs as one
 node.  A backward that launches kernels must itself call nki.op ops: a bare
 kernel launch is not an op, so a traced graph (AOTAutograd) would not hold it;
-kernel.py refuses fake tensors outside an nki.op for that reason.  A kernel that writes an argument the op did not declare in
-mutates_args raises (checked on every call against the trace's writes).
+kernel.py refuses fake tensors outside an nki.op for that reason.  A kernel
+that writes an argument the op did not declare in mutates_args raises
+(checked on every call against the trace's writes).
 """
 from __future__ import annotations
 
