@@ -1,5 +1,6 @@
 """LayerNorm (NKI's layernorm tutorial): v1 with nki.language only
-(var = mean(x^2) - mean^2), v2 with nki.isa's two-op tensor_scalar."""
+(var = mean(x^2) - mean^2), v2 with nki.isa's bn_stats / bn_aggr statistics
+and a two-op tensor_scalar."""
 import math
 
 import numpy as np
@@ -58,9 +59,22 @@ def nki_layernorm_kernel_v2(input_tensor, epsilon, gamma_vector, beta_vector):
     input_sb = nl.load(input_tensor[i * nl.tile_size.pmax + i_p_io, i_f_io],
                        mask=(i * nl.tile_size.pmax + i_p_io < num_rows))
 
-    mean = nl.mean(input_sb, axis=1, keepdims=True)
-    centered_sq = nl.square(nl.subtract(input_sb, mean))
-    var = nl.mean(centered_sq, axis=1, keepdims=True)
+    # bn_stats reads at most bn_stats_fmax elements per partition: one call per
+    # chunk of the free dimension, then bn_aggr combines them
+    i_f_bn, i_f_stats = nl.mgrid[0:nl.tile_size.bn_stats_fmax, 0:6]
+    num_bn_stats = math.ceil(input_tensor.shape[1] / nl.tile_size.bn_stats_fmax)
+    stats_results = nl.ndarray((nl.tile_size.pmax, 6 * num_bn_stats), dtype=np.float32)
+    for j in nl.affine_range(num_bn_stats):
+      stats_results[i_p_io, j * 6 + i_f_stats] = nisa.bn_stats(
+              input_sb[i_p_io, j * nl.tile_size.bn_stats_fmax + i_f_bn],
+              mask=(j * nl.tile_size.bn_stats_fmax + i_f_bn < input_tensor.shape[1]),
+              dtype=np.float32)
+
+    i_f_aggr = nl.arange(6 * num_bn_stats)[None, :]
+    mean_var = nisa.bn_aggr(stats_results[i_p_io, i_f_aggr])
+    mean = mean_var[i_p_io, 0]
+    var = mean_var[i_p_io, 1]
+
     scale_var = nl.rsqrt(var + epsilon)
 
     # shift and scale in one two-op instruction

@@ -224,3 +224,59 @@ def select(*args, **kw):
         rest, kw, ["pred", "on_true", "on_false", "dtype", "mask"], [None] * 5)
     refs, e = nl._operands([pred, on_true, on_false])
     return _ew_into(dst, ("where", e[0], e[1], e[2]), refs, dtype, mask)
+
+
+# ----------------------------------------------------------------- batch-norm statistics
+# bn_stats writes 6 values per partition and bn_aggr combines groups of them;
+# the layout is ours (NKI leaves it opaque): [count, mean, M2, 0, 0, 0], with
+# M2 the sum of squared deviations, combined by Chan's parallel update.
+
+
+def bn_stats(*args, **kw):
+    dst, rest = _dst(args, kw, 1)
+    data, dtype, mask = _kw(rest, kw, ["data", "dtype", "mask"], [None, nl.float32, None])
+    nl._src(data)
+    if len(data.shape) != 2:
+        fail("bn_stats takes a [P, F] tile")
+    if data.shape[1] > nl.tile_size.bn_stats_fmax:
+        fail(f"bn_stats reads at most {nl.tile_size.bn_stats_fmax} elements per partition")
+    c = ctx()
+    P = data.shape[0]
+    if dst is None:
+        dst = c.new_tile((P, 6), nl._dtype(dtype) or nl.float32, "sbuf")
+    # the count honours the mask: a reduction of ones over the same domain
+    col = [dst[:, k:k + 1] for k in range(6)]
+    nl._reduce("sum", data, 1, keepdims=True, mask=mask, dst=col[0], expr=("c", 1.0))
+    total = nl._reduce("sum", data, 1, keepdims=True, mask=mask, dtype=nl.float32)
+    nl._apply("divide", [total, col[0]], dst=col[1])
+    nl._reduce("sum", data, 1, keepdims=True, mask=mask, dst=col[2],
+               expr=("square", ("subtract", ("in", 0), ("in", 1))),
+               srcs=[data, col[1]])
+    for k in range(3, 6):
+        nl._emit_ew(col[k], ("c", 0.0), [], None)
+    return dst
+
+
+def bn_aggr(*args, **kw):
+    dst, rest = _dst(args, kw, 1)
+    data, dtype = _kw(rest, kw, ["data", "dtype"], [None, nl.float32])
+    nl._src(data)
+    if len(data.shape) != 2 or data.shape[1] % 6:
+        fail("bn_aggr takes [P, 6 * k] bn_stats results")
+    c = ctx()
+    P = data.shape[0]
+    if dst is None:
+        dst = c.new_tile((P, 2), nl._dtype(dtype) or nl.float32, "sbuf")
+    n, mean, m2 = (data[:, k::6] for k in range(3))
+    count = nl._reduce("sum", n, 1, keepdims=True, dtype=nl.float32)
+    weighted = nl._reduce("sum", n, 1, keepdims=True, dtype=nl.float32,
+                          expr=("multiply", ("in", 0), ("in", 1)), srcs=[n, mean])
+    nl._apply("divide", [weighted, count], dst=dst[:, 0:1])
+    mu = dst[:, 0:1]
+    spread = nl._reduce("sum", n, 1, keepdims=True, dtype=nl.float32,
+                        expr=("add", ("in", 2),
+                              ("multiply", ("in", 0),
+                               ("square", ("subtract", ("in", 1), ("in", 3))))),
+                        srcs=[n, mean, m2, mu])
+    nl._apply("divide", [spread, count], dst=dst[:, 1:2])
+    return dst
