@@ -249,3 +249,27 @@ def test_dtype_rounding():
 def test_cpu_tensors_run_compiled():
     x = torch.randn(128, 64)
     torch.testing.assert_close(unary_beta1(x, "exp"), torch.exp(x))
+
+
+@nki.jit
+def masked_assign(a):
+    """t[...] = op(..., mask=m) writes only where m holds; a shifted
+    self-assignment reads the old values."""
+    out = nl.ndarray((128, 16), dtype=a.dtype, buffer=nl.shared_hbm)
+    ix, iy = nl.mgrid[0:128, 0:16]
+    t = nl.full((128, 16), 7.0, dtype=nl.float32)
+    x = nl.load(a)
+    t[...] = nl.multiply(x, 2.0, mask=(iy < 8))
+    s = nl.load(a)
+    s[:, 1:16] = nl.copy(s[:, 0:15])
+    nl.store(out, t + s)
+    return out
+
+
+def test_masked_assignment():
+    a = torch.randn(128, 16)
+    t = torch.full((128, 16), 7.0)
+    t[:, :8] = a[:, :8] * 2
+    s = a.clone()
+    s[:, 1:] = a[:, :15]
+    assert_both(masked_assign, t + s, a)

@@ -431,6 +431,8 @@ def _retarget(dst, value):
     last, alloc = blk[-1], blk[-2]
     if last[0] != "ew" or last[2] != value.v or alloc[0] != "alloc" or alloc[2] != value.v[2]:
         return False
+    if any(v[1:3] == dst.v[1:3] and v != dst.v for v in last[5]):
+        return False  # it reads dst through another view: keep the copy
     dom = last[3]
     _check(dst, dom, "store" if dst.space == "arg" else "write")
     op = ("ew", last[1], dst.v, dom, last[4], last[5])

@@ -222,7 +222,10 @@ class Ref:
 
     def __setitem__(self, key, value):
         # a temporary (t[...] = nl.op(..., mask=m)) is written in place, as
-        # NKI's compiler does: elements the mask skips keep their values
+        # NKI's compiler does: elements the mask skips keep their values.
+        # CPython counts 3 references to an unnamed argument here (a named
+        # one has 4); a miscount only turns the copy into an in-place write
+        # whose source then refuses to be read again (a clear error).
         temporary = sys.getrefcount(value) <= 3
         from . import language as nl
 
