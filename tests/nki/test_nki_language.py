@@ -273,3 +273,22 @@ def test_masked_assignment():
     s = a.clone()
     s[:, 1:] = a[:, :15]
     assert_both(masked_assign, t + s, a)
+
+
+@nki.jit
+def shifted_copy(a):
+    s = nl.load(a)
+    nisa.tensor_copy(dst=s[:, 1:16], src=s[:, 0:15])
+    nl.store(a, s)
+
+
+def test_overlapping_copy_reads_old_values():
+    a = torch.randn(128, 16)
+    ref = a.clone()
+    ref[:, 1:] = a[:, :15]
+    an = a.to("neuron")
+    shifted_copy(an)
+    torch.testing.assert_close(an.cpu(), ref)
+    asim = a.clone()
+    nki.simulate(shifted_copy)(asim)
+    torch.testing.assert_close(asim, ref)

@@ -287,6 +287,13 @@ def _check(r, dom, what):
 def _emit_ew(dst, expr, srcs, mask, kind="ew"):
     """dst[...] = expr over srcs (Refs broadcast to dst's shape)."""
     c = ctx()
+    if dst.space == "tile" and any(isinstance(s, Ref) and s.v[1:3] == dst.v[1:3] and
+                                   s.v != dst.v for s in srcs):
+        # dst overlaps a source through another view (a shift): the sources
+        # are read whole first, as on hardware, through a temporary
+        tmp = c.new_tile(dst.shape, dst.dtype, "sbuf")
+        _emit_ew(tmp, expr, srcs, mask, kind)
+        srcs, expr = [tmp], ("in", 0)
     dom = T.domain(dst, mask, srcs)
     _check(dst, dom, "store" if dst.space == "arg" else "write")
     views = []
