@@ -292,3 +292,20 @@ def test_overlapping_copy_reads_old_values():
     asim = a.clone()
     nki.simulate(shifted_copy)(asim)
     torch.testing.assert_close(asim, ref)
+
+
+@nki.jit
+def helper_exp(t):
+    return nl.exp(t)
+
+
+@nki.jit
+def calls_helper(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nl.store(out, helper_exp(nl.load(a)))
+    return out
+
+
+def test_kernel_called_from_a_kernel_is_inlined():
+    a = torch.randn(64, 32)
+    assert_both(calls_helper, a.exp(), a, atol=1e-6, rtol=1e-6)

@@ -182,6 +182,10 @@ class Kernel:
         return c
 
     def _call(self, grid, args, kwargs):
+        from .trace import _state
+
+        if getattr(_state, "ctx", None) is not None:  # called from a kernel: inline
+            return self.fn(*args, **kwargs)
         if self.mode == "simulate" or os.environ.get("TORCHNEURON_NKI_SIMULATE") == "1":
             return simulate_call(self.fn, grid, args, kwargs)
         inputs = [a for a in args if isinstance(a, torch.Tensor)]
