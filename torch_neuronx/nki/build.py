@@ -18,8 +18,16 @@ import subprocess
 import tempfile
 
 HEADER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "nki_rt.h")
-FLAGS = ["-O3", "-march=native", "-mprefer-vector-width=512", "-std=c++17", "-shared", "-fPIC",
-         "-fno-math-errno", "-fno-trapping-math", "-fopenmp-simd", "-w"]
+FLAGS = ["-O3", "-std=c++17", "-shared", "-fPIC", "-fno-math-errno", "-fno-trapping-math",
+         "-fopenmp-simd", "-w"]
+# The instruction set follows the kernels' (nk_cpu_isa, capped by
+# TORCHNEURON_ISA): `make test-avx2` then builds AVX2 code on an AVX-512 CPU.
+ARCH = {2: ["-march=native", "-mprefer-vector-width=512"], 1: ["-march=haswell", "-mtune=native"],
+        0: ["-march=x86-64", "-mtune=native"]}
+
+
+def flags():
+    return FLAGS + ARCH[runtime_symbols()[1]]
 
 
 def cache_dir():
@@ -68,7 +76,7 @@ def _header():
 def key(source):
     cc = compiler()
     h = hashlib.sha256()
-    for part in (source.encode(), _header(), cc[1].encode(), " ".join(FLAGS).encode(),
+    for part in (source.encode(), _header(), cc[1].encode(), " ".join(flags()).encode(),
                  _cpu_key().encode()):
         h.update(part)
         h.update(b"\0")
@@ -93,7 +101,7 @@ def compile_source(source):
                 with open(src, "w") as f:
                     f.write(source)
                 out = os.path.join(tmp, "kernel.so")
-                cmd = [cc[0], *FLAGS, "-I", os.path.dirname(HEADER), src, "-o", out]
+                cmd = [cc[0], *flags(), "-I", os.path.dirname(HEADER), src, "-o", out]
                 r = subprocess.run(cmd, capture_output=True, text=True)
                 if r.returncode != 0:
                     raise RuntimeError("compiling an NKI kernel failed (a bug in "
