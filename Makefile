@@ -79,7 +79,7 @@ bench: build
 	$(VPY) bench/overhead.py
 	$(VPY) bench/elementwise.py
 	$(VPY) bench/peak.py
-	for b in gemm conv attention norm loss optim train compile nki; do $(VPY) bench/$$b.py $(BENCH_ARGS) || exit 1; done
+	for b in gemm conv attention norm loss optim train compile nki adaptive; do $(VPY) bench/$$b.py $(BENCH_ARGS) || exit 1; done
 
 # The transformers models of tests/models on neuron vs cpu: docs/models.md.
 models-doc: build
