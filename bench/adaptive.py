@@ -59,10 +59,16 @@ def per_eval(fn, device, chain, repeats):
 
 # ------------------------------------------------------------------ cases
 
-def chain_case(dtype, n):
+def chain_case(dtype, n, tensors=False):
+    """((x*a+b).sigmoid()*x - c).relu(): a, b, c Python numbers (the device
+    scalars they become are constants of the group), or tensors of x's size."""
     def make(device):
         g = torch.Generator().manual_seed(0)
-        x, a, b, c = (torch.randn(n, generator=g).to(dtype).to(device) for _ in range(4))
+        x = torch.randn(n, generator=g).to(dtype).to(device)
+        if tensors:
+            a, b, c = (torch.randn(n, generator=g).to(dtype).to(device) for _ in range(3))
+        else:
+            a, b, c = 1.5, 0.25, 0.5
         return lambda: ((x * a + b).sigmoid() * x - c).relu()
     return make
 
@@ -192,6 +198,7 @@ def main():
     cases = [
         (f"chain f32 2^{log2n}", chain_case(torch.float32, n), args.chain),
         (f"chain bf16 2^{log2n}", chain_case(torch.bfloat16, n), args.chain),
+        (f"chain f32 2^{log2n}, a b c tensors", chain_case(torch.float32, n, True), args.chain),
         (f"gelu-tanh, 8 primitives, 2^{log2n}", gelu_primitives(n), args.chain),
         ("layernorm primitives 4096x4096", layer_norm_primitives(4096, 4096), args.chain),
         ("adam plain ops 10M", adam_plain(10_000_000), args.chain),

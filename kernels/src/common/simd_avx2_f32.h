@@ -16,6 +16,7 @@
 #define VSUB _mm256_sub_ps
 #define VMUL _mm256_mul_ps
 #define VDIV _mm256_div_ps
+#define VSQRT _mm256_sqrt_ps
 #define VMIN _mm256_min_ps
 #define VMAX _mm256_max_ps
 #define VFMADD _mm256_fmadd_ps

@@ -16,6 +16,7 @@
 #define VSUB _mm512_sub_ps
 #define VMUL _mm512_mul_ps
 #define VDIV _mm512_div_ps
+#define VSQRT _mm512_sqrt_ps
 #define VMIN _mm512_min_ps
 #define VMAX _mm512_max_ps
 #define VFMADD _mm512_fmadd_ps

@@ -379,6 +379,30 @@ static bool pow_small_rows(const pw_plan *p, nrt_dtype t, int64_t n, char *const
   return false;
 }
 
+/* addcmul / addcdiv on dense float rows, as loops that vectorise: the same
+ * expression pw_float evaluates (a + (s0 * b) * c, a + (s0 * b) / c), with
+ * the scalar converted once.  Returns false for anything else. */
+static bool addc_rows(const pw_plan *p, nrt_dtype t, int64_t n, char *const *data,
+                      const int64_t *s) {
+  const int64_t es = (int64_t)nk_dtype_size(t);
+  if (s[0] != es || s[1] != es || s[2] != es || s[3] != es) return false;
+  const bool mul = p->op == NK_PW_ADDCMUL;
+#define PW_ADDC(T)                                                                         \
+  {                                                                                        \
+    T *o = (T *)(void *)data[0];                                                           \
+    const T *a = (const T *)(const void *)data[1], *b = (const T *)(const void *)data[2];  \
+    const T *c = (const T *)(const void *)data[3];                                         \
+    const T v = (T)p->s0.f;                                                                \
+    if (mul) for (int64_t i = 0; i < n; i++) o[i] = a[i] + v * b[i] * c[i];                \
+    else for (int64_t i = 0; i < n; i++) o[i] = a[i] + v * b[i] / c[i];                    \
+    return true;                                                                           \
+  }
+  if (t == NRT_FLOAT32) PW_ADDC(float)
+  if (t == NRT_FLOAT64) PW_ADDC(double)
+#undef PW_ADDC
+  return false;
+}
+
 #define PW_SAME_OPS(T, OTHER)                                                                   \
   switch (p->op) {                                                                         \
   case NK_PW_MAXIMUM: same_row(p, NK_PW_MAXIMUM, T, n, data, s); break;                    \
@@ -392,14 +416,18 @@ static bool pow_small_rows(const pw_plan *p, nrt_dtype t, int64_t n, char *const
   case NK_PW_CLAMP_SCALAR: same_row(p, NK_PW_CLAMP_SCALAR, T, n, data, s); break;          \
   case NK_PW_CLAMP_MIN_SCALAR: same_row(p, NK_PW_CLAMP_MIN_SCALAR, T, n, data, s); break;  \
   case NK_PW_CLAMP_MAX_SCALAR: same_row(p, NK_PW_CLAMP_MAX_SCALAR, T, n, data, s); break;  \
-  case NK_PW_ADDCMUL: same_row(p, NK_PW_ADDCMUL, T, n, data, s); break;                    \
+  case NK_PW_ADDCMUL:                                                                      \
+    if (!addc_rows(p, T, n, data, s)) same_row(p, NK_PW_ADDCMUL, T, n, data, s);           \
+    break;                                                                                 \
   case NK_PW_LERP_SCALAR: same_row(p, NK_PW_LERP_SCALAR, T, n, data, s); break;            \
   case NK_PW_POW_SCALAR:                                                                   \
     if (!pow_small_rows(p, T, n, data, s)) same_row(p, NK_PW_POW_SCALAR, T, n, data, s);     \
     break;                                                                                 \
   case NK_PW_CLAMP: same_row(p, NK_PW_CLAMP, T, n, data, s); break;                        \
   case NK_PW_LERP: same_row(p, NK_PW_LERP, T, n, data, s); break;                          \
-  case NK_PW_ADDCDIV: same_row(p, NK_PW_ADDCDIV, T, n, data, s); break;                    \
+  case NK_PW_ADDCDIV:                                                                      \
+    if (!addc_rows(p, T, n, data, s)) same_row(p, NK_PW_ADDCDIV, T, n, data, s);           \
+    break;                                                                                 \
   default: OTHER; break;                                                                   \
   }
 

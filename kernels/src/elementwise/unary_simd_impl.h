@@ -1,7 +1,8 @@
 /* unary_simd_impl.h — the float32 vector bodies of the hottest unary ops,
  * written once over a vector width (unary_<isa>_f32.c define the vector
  * macros: AVX2 8 lanes, AVX-512 16):
- * exp, sigmoid, silu, tanh, gelu (erf form and tanh form), relu, abs, neg.
+ * exp, sigmoid, silu, tanh, gelu (erf form and tanh form), relu, abs, neg,
+ * and the correctly rounded sqrt, rsqrt (1 / sqrt) and reciprocal.
  *
  * exp is Cephes' expf (range reduction by ln 2 in two parts, a degree-5
  * polynomial, the power of two applied in two halves so that results down
@@ -76,6 +77,10 @@ static inline VT body(nk_unary_op op, VT x) {
   case NK_UNARY_RELU:
     return VSEL(VCMP(x, VZERO(), LT), VZERO(), x);
   case NK_UNARY_ABS: return vabs(x);
+  /* correctly rounded, as sqrtf and 1.0f / x are: the same bits */
+  case NK_UNARY_SQRT: return VSQRT(x);
+  case NK_UNARY_RSQRT: return VDIV(VSET(1.0), VSQRT(x));
+  case NK_UNARY_RECIPROCAL: return VDIV(VSET(1.0), x);
   default: return VXOR(x, VSET(-0.0f)); /* NEG */
   }
 }
@@ -103,6 +108,9 @@ bool UNARY_NAME(nk_unary_op op, int64_t n, float *out, const float *x, const nk_
     NK_VEC_CASE(NK_UNARY_RELU)
     NK_VEC_CASE(NK_UNARY_ABS)
     NK_VEC_CASE(NK_UNARY_NEG)
+    NK_VEC_CASE(NK_UNARY_SQRT)
+    NK_VEC_CASE(NK_UNARY_RSQRT)
+    NK_VEC_CASE(NK_UNARY_RECIPROCAL)
 #undef NK_VEC_CASE
   default: return false;
   }
