@@ -177,10 +177,12 @@ static bool make_const(fuse_const *c, nrt_exec_ctx *ctx, const nrt_task *t) {
 }
 
 /* Collects items from ring[head]: members (same element count, shapes
- * that refine together, accepted by their kernels), constants and hints,
- * up to the first task that can join nothing.  pts gets the refinement. */
-static void collect(fuse_group *g, nrt_exec_ctx *ctx, const nrt_task *ring, unsigned ring_size,
-                    uint64_t head, uint64_t queued, points *pts) {
+ * that refine together), constants and hints, up to the first task that
+ * can join nothing.  pts gets the refinement.  Only descriptors are read
+ * here: a lone fusible task (most of them, in a GEMM-bound program) costs
+ * no kernel call. */
+static void collect(fuse_group *g, const nrt_task *ring, unsigned ring_size, uint64_t head,
+                    uint64_t queued, points *pts) {
   const uint64_t limit = queued < FUSE_WINDOW ? queued : FUSE_WINDOW;
   g->n_items = g->n_members = g->n_consts = 0;
   g->sink_item = -1;
@@ -199,7 +201,7 @@ static void collect(fuse_group *g, nrt_exec_ctx *ctx, const nrt_task *ring, unsi
     if (kind == NRT_FUSE_NONE) return; /* after a sink only hints join */
     const int64_t n = numel_of(&t->operands[0]);
     if (kind == NRT_FUSE_ELEMENTWISE && t->n_operands == 1 && n == 1) {
-      if (g->n_consts == FUSE_MAX_CONSTS || !make_const(&g->consts[g->n_consts], ctx, t)) return;
+      if (g->n_consts == FUSE_MAX_CONSTS) return;
       it->kind = ITEM_CONST;
       it->index = g->n_consts++;
       g->n_items++;
@@ -212,7 +214,6 @@ static void collect(fuse_group *g, nrt_exec_ctx *ctx, const nrt_task *ring, unsi
     if (!refinable(&t->operands[0], &merged)) return;
     for (int m = 0; m < g->n_members; m++)
       if (!refinable(&g->members[m].task->operands[0], &merged)) return;
-    if (!kernel_accepts(ctx, t)) return;
     g->numel = n;
     *pts = merged;
     g->members[g->n_members].task = t;
@@ -437,11 +438,33 @@ static void cut_tiles(fuse_group *g) {
   g->n_tiles = outer * g->n_chunks;
 }
 
+/* Runs the constants' fills and asks each member's kernel about its
+ * descriptor (an empty tile), in order; the group ends before the first
+ * task that fails either. */
+static void admit(fuse_group *g, nrt_exec_ctx *ctx) {
+  int members = 0;
+  for (int i = 0; i < g->n_items; i++) {
+    const fuse_item *it = &g->items[i];
+    const bool ok = it->kind == ITEM_HINT ||
+                    (it->kind == ITEM_CONST ? make_const(&g->consts[it->index], ctx, it->task)
+                                            : kernel_accepts(ctx, it->task));
+    if (!ok) {
+      g->n_items = i;
+      if (g->sink_item >= i) g->sink_item = -1;
+      break;
+    }
+    members += it->kind == ITEM_MEMBER;
+  }
+  g->n_members = members;
+}
+
 bool nrt_fusion_plan(fuse_group *g, nrt_exec_ctx *ctx, const nrt_task *ring, unsigned ring_size,
                      uint64_t head, uint64_t queued) {
   points pts;
   g->head = head;
-  collect(g, ctx, ring, ring_size, head, queued, &pts);
+  collect(g, ring, ring_size, head, queued, &pts);
+  if (g->n_members < 2) return false;
+  admit(g, ctx);
   if (g->n_members < 2) return false;
   for (int m = 0; m < g->n_members; m++) {
     fuse_member *mem = &g->members[m];
