@@ -16,13 +16,12 @@ import argparse
 import math
 import os
 import platform
-import statistics
 import sys
-import time
 
 import torch
 
 import torch_neuronx
+from timing import median_seconds
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples"))
 
@@ -38,23 +37,12 @@ def cpu_model():
     return platform.processor() or "unknown CPU"
 
 
-def sync(device):
-    if device != "cpu":
-        torch.neuron.synchronize()
-
-
 def per_eval(fn, device, chain, repeats):
     """Median seconds per evaluation of fn, `chain` evaluations per sample."""
-    fn()
-    sync(device)
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
+    def sample():
         for _ in range(chain):
             fn()
-        sync(device)
-        samples.append((time.perf_counter() - start) / chain)
-    return statistics.median(samples)
+    return median_seconds(sample, torch.device(device), repeats) / chain
 
 
 # ------------------------------------------------------------------ cases

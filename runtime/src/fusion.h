@@ -77,7 +77,6 @@ typedef struct fuse_item {
 } fuse_item;
 
 typedef struct fuse_group {
-  uint64_t head;      /* ring position of the first item */
   int sink_item;      /* the item of a reduction ending the group, or -1 */
   int n_items, n_members, n_consts, n_versions, n_scratch;
   fuse_item items[FUSE_WINDOW];

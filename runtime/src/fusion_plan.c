@@ -92,13 +92,6 @@ static void refine(const nrt_operand *o, const points *pts, nrt_operand *out) {
 
 /* ------------------------------------------------------------ byte ranges */
 
-static size_t dtype_size(int dtype) {
-  static const unsigned char size[NRT_DTYPE_COUNT] = {
-      [NRT_BOOL] = 1, [NRT_UINT8] = 1, [NRT_INT8] = 1, [NRT_INT16] = 2, [NRT_INT32] = 4,
-      [NRT_INT64] = 8, [NRT_FLOAT16] = 2, [NRT_BFLOAT16] = 2, [NRT_FLOAT32] = 4, [NRT_FLOAT64] = 8};
-  return dtype >= 0 && dtype < NRT_DTYPE_COUNT ? size[dtype] : 0;
-}
-
 static void span_of(const nrt_operand *o, const char **lo, const char **hi) {
   const char *base = o->data;
   int64_t neg = 0, pos = 0;
@@ -108,7 +101,7 @@ static void span_of(const nrt_operand *o, const char **lo, const char **hi) {
     else pos += step;
   }
   *lo = base + neg;
-  *hi = base + pos + (int64_t)dtype_size(o->dtype);
+  *hi = base + pos + (int64_t)nrt_dtype_size((nrt_dtype)o->dtype);
 }
 
 static bool overlap(const char *alo, const char *ahi, const char *blo, const char *bhi) {
@@ -133,7 +126,7 @@ static bool all_broadcast(const nrt_operand *o) {
 /* dense in the refined order: tiles of it are contiguous runs, so a tile
  * in scratch has the very strides it has in memory */
 static bool dense(const nrt_operand *o) {
-  int64_t expect = (int64_t)dtype_size(o->dtype);
+  int64_t expect = (int64_t)nrt_dtype_size((nrt_dtype)o->dtype);
   for (int d = o->ndim - 1; d >= 0; d--) {
     if (o->sizes[d] == 1) continue;
     if (o->strides[d] != expect) return false;
@@ -165,7 +158,7 @@ static bool kernel_accepts(nrt_exec_ctx *ctx, const nrt_task *t) {
  * constant's own bytes: fills read nothing, so running early is safe. */
 static bool make_const(fuse_const *c, nrt_exec_ctx *ctx, const nrt_task *t) {
   const nrt_operand *o = &t->operands[0];
-  c->esize = dtype_size(o->dtype);
+  c->esize = nrt_dtype_size((nrt_dtype)o->dtype);
   if (!c->esize || c->esize > sizeof c->value) return false;
   nrt_task run;
   memcpy(&run, t, sizeof run);
@@ -230,11 +223,15 @@ static int find_const(const fuse_group *g, const nrt_operand *o) {
   for (int c = g->n_consts - 1; c >= 0; c--) /* the latest fill of that scalar */
     if (g->consts[c].ptr == o->data) {
       const fuse_const *k = &g->consts[c];
-      return !k->freed && k->esize == dtype_size(o->dtype) && k->fill->operands[0].dtype == o->dtype
-                 ? c : -1;
+      return !k->freed && k->fill->operands[0].dtype == o->dtype ? c : -1;
     }
   return -1;
 }
+
+/* A released dead intermediate lives in scratch only and never touches
+ * memory: the caching allocator may hand its bytes to the next tensor of
+ * the chain (often at a shifted offset), and that is no overlap. */
+static bool occupies_memory(const fuse_version *ver) { return !(ver->freed && ver->scratch >= 0); }
 
 /* A constant's real bytes are stored after the tiles (when it outlives the
  * group), so until its block is released no other access may touch them;
@@ -268,10 +265,7 @@ static bool member_fits(const fuse_group *g, const fuse_member *m) {
       if (identical(ver->view, w)) {
         if (!latest_seen && ver->freed && !write) return false;
         latest_seen = true;
-      } else if (ver->freed && ver->scratch >= 0) {
-        /* a released dead intermediate never touches memory: the caching
-         * allocator may hand its bytes to the next tensor in the chain */
-      } else if (ver->written || write) {
+      } else if (occupies_memory(ver) && (ver->written || write)) {
         return false;
       }
     }
@@ -310,7 +304,7 @@ static bool member_apply(fuse_group *g, fuse_member *m, int index) {
       fuse_version *ver = &g->versions[match];
       ver->view = w;
       span_of(w, &ver->lo, &ver->hi);
-      ver->esize = dtype_size(w->dtype);
+      ver->esize = nrt_dtype_size((nrt_dtype)w->dtype);
       ver->first_member = index;
       ver->first_is_write = write;
       ver->written = ver->freed = false;
@@ -370,7 +364,7 @@ static void apply_hint(fuse_group *g, const nrt_task *t) {
  * not fit.  Returns the number of members kept. */
 static int scan(fuse_group *g) {
   g->n_versions = g->n_scratch = 0;
-  int n_consts = 0, kept = 0, members = 0;
+  int members = 0;
   g->n_consts = 0; /* constants become visible as the walk reaches them */
   for (int i = 0; i < g->n_items; i++) {
     fuse_item *it = &g->items[i];
@@ -379,29 +373,26 @@ static int scan(fuse_group *g) {
       apply_hint(g, it->task);
     } else if (it->kind == ITEM_CONST) {
       fuse_const *c = &g->consts[it->index];
-      for (int v = 0; v < g->n_versions && ok; v++) {
-        const fuse_version *ver = &g->versions[v];
-        ok = (ver->freed && ver->scratch >= 0) || /* in scratch only: see member_fits */
-             !overlap(c->ptr, c->ptr + c->esize, ver->lo, ver->hi);
-      }
+      for (int v = 0; v < g->n_versions && ok; v++)
+        ok = !occupies_memory(&g->versions[v]) ||
+             !overlap(c->ptr, c->ptr + c->esize, g->versions[v].lo, g->versions[v].hi);
       if (ok) {
-        for (int k = 0; k < n_consts; k++)
+        for (int k = 0; k < g->n_consts; k++)
           if (g->consts[k].ptr == c->ptr) g->consts[k].superseded = true;
-        g->n_consts = ++n_consts;
+        g->n_consts++;
       }
     } else {
       fuse_member *m = &g->members[it->index];
       ok = member_fits(g, m) && member_apply(g, m, members);
-      if (ok) members++;
+      members += ok;
     }
     if (!ok) {
       g->n_items = i;
       break;
     }
-    kept = members;
   }
-  g->n_members = kept;
-  return kept;
+  g->n_members = members;
+  return members;
 }
 
 /* ------------------------------------------------------------ elision, tiles */
@@ -461,7 +452,6 @@ static void admit(fuse_group *g, nrt_exec_ctx *ctx) {
 bool nrt_fusion_plan(fuse_group *g, nrt_exec_ctx *ctx, const nrt_task *ring, unsigned ring_size,
                      uint64_t head, uint64_t queued) {
   points pts;
-  g->head = head;
   collect(g, ring, ring_size, head, queued, &pts);
   if (g->n_members < 2) return false;
   admit(g, ctx);

@@ -384,6 +384,15 @@ static void copy_task(nrt_task *dst, const nrt_task *src) {
   memcpy(dst->params, src->params, sizeof dst->params);
 }
 
+/* After publishing a task: the worker takes the lock only to sleep, so a
+ * launch pays for it only when the worker is asleep. */
+static void wake_worker(nrt_stream *s) {
+  if (!atomic_load(&s->worker_sleeping)) return;
+  pthread_mutex_lock(&s->lock);
+  pthread_cond_signal(&s->work_cv);
+  pthread_mutex_unlock(&s->lock);
+}
+
 nrt_status nrt_launch_internal(nrt_stream *s, const nrt_task *task, uint64_t *seq) {
   nrt_status st = nrt_check_not_forked();
   if (st == NRT_SUCCESS) st = start_worker(s);
@@ -410,11 +419,7 @@ nrt_status nrt_launch_internal(nrt_stream *s, const nrt_task *task, uint64_t *se
   atomic_store(&s->tail, t + 1);
   pthread_mutex_unlock(&s->push_lock);
   if (seq) *seq = t + 1;
-  if (atomic_load(&s->worker_sleeping)) {
-    pthread_mutex_lock(&s->lock);
-    pthread_cond_signal(&s->work_cv);
-    pthread_mutex_unlock(&s->lock);
-  }
+  wake_worker(s);
   return NRT_SUCCESS;
 }
 
@@ -438,11 +443,7 @@ void nrt_stream_hint_free(nrt_stream *s, void *ptr, size_t bytes) {
     atomic_store(&s->tail, t + 1);
   }
   pthread_mutex_unlock(&s->push_lock);
-  if (atomic_load(&s->worker_sleeping)) { /* it may have run out of work meanwhile */
-    pthread_mutex_lock(&s->lock);
-    pthread_cond_signal(&s->work_cv);
-    pthread_mutex_unlock(&s->lock);
-  }
+  wake_worker(s); /* it may have run out of work meanwhile */
 }
 
 static _Atomic int launch_blocking_override = -1; /* tests */

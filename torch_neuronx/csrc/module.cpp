@@ -8,6 +8,7 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include "fallback.h"
+#include "launch.h"
 #include "generator.h"
 #include "neuron_check.h"
 #include "neuron_stream.h"
@@ -56,17 +57,15 @@ py::dict device_properties(c10::DeviceIndex device) {
 // of a 1 GHz device clock (nanoseconds) before its next task.  Tests use it
 // to let work queue up behind a busy stream, as CUDA's tests do.
 void sleep_on_stream(int64_t cycles) {
-  nrt_task task{};
-  task.kernel = NRT_KERNEL_HOST_FN;
-  task.name = "neuron::sleep";
-  auto* p = reinterpret_cast<nrt_host_fn_params*>(task.params);
+  Task task(NRT_KERNEL_HOST_FN, "neuron::sleep", 0);
+  auto* p = task.params<nrt_host_fn_params>();
   p->fn = [](void* arg) {
     const uint64_t until = nrt_now_ns() + static_cast<uint64_t>(reinterpret_cast<intptr_t>(arg));
     while (nrt_now_ns() < until) {
     }
   };
   p->arg = reinterpret_cast<void*>(static_cast<intptr_t>(cycles < 0 ? 0 : cycles));
-  NEURON_CHECK(nrt_launch(current_stream(), &task));
+  launch(-1, task);
 }
 
 }  // namespace
