@@ -508,7 +508,37 @@ static void test_validation(void) {
   tk_free(buf);
 }
 
+/* float32 addcmul/addcdiv rows take the ISA's vector body (tk_main runs
+ * this file at each ISA level) and its scalar tail: every element must be
+ * the float expression a + (v * b) * c, a + (v * b) / c, bit for bit. */
+static void test_addc_vector_bits(void) {
+  enum { N = 67 };
+  float *a = tk_alloc(4 * N), *b = tk_alloc(4 * N), *c = tk_alloc(4 * N), *o = tk_alloc(4 * N);
+  for (int i = 0; i < N; i++) {
+    a[i] = (float)(i % 11) * 0.37f - 1.9f;
+    b[i] = (float)(i % 7) * 1.13f - 3.3f;
+    c[i] = (float)(i % 5) * 0.71f + 0.2f;
+  }
+  const float v = -0.3f;
+  for (int div = 0; div <= 1; div++) {
+    nrt_operand ops[4] = {tk_vector(o, NRT_FLOAT32, N), tk_vector(a, NRT_FLOAT32, N),
+                          tk_vector(b, NRT_FLOAT32, N), tk_vector(c, NRT_FLOAT32, N)};
+    nk_pointwise_params prm = {div ? NK_PW_ADDCDIV : NK_PW_ADDCMUL, NRT_FLOAT32, {0, 0}, {0, 0}};
+    prm.s0.f = v;
+    nrt_task task = tk_task(NK_KERNEL_POINTWISE, 4, ops, &prm, sizeof prm);
+    CHECK(tk_run(&task) == NRT_SUCCESS);
+    int same = 1;
+    for (int i = 0; i < N; i++) {
+      const float want = div ? a[i] + v * b[i] / c[i] : a[i] + v * b[i] * c[i];
+      same &= memcmp(&want, &o[i], 4) == 0;
+    }
+    CHECK(same);
+  }
+  tk_free(a), tk_free(b), tk_free(c), tk_free(o);
+}
+
 static void tests(void) {
+  test_addc_vector_bits();
   test_same_dtype();
   test_mixed();
   test_parallel();

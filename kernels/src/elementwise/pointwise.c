@@ -24,6 +24,7 @@
 #include "common/kernel_entries.h"
 #include "common/nd_iter.h"
 #include "neuron_kernels.h"
+#include "elementwise/pointwise_simd.h"
 #include "elementwise/special_math.h"
 #include "common/validate.h"
 
@@ -379,14 +380,21 @@ static bool pow_small_rows(const pw_plan *p, nrt_dtype t, int64_t n, char *const
   return false;
 }
 
-/* addcmul / addcdiv on dense float rows, as loops that vectorise: the same
- * expression pw_float evaluates (a + (s0 * b) * c, a + (s0 * b) / c), with
- * the scalar converted once.  Returns false for anything else. */
+/* addcmul / addcdiv on dense float rows: the same expression pw_float
+ * evaluates (a + (s0 * b) * c, a + (s0 * b) / c), with the scalar converted
+ * once -- float32 through the ISA's vector body (pointwise_simd.h), the
+ * rest as loops the compiler may vectorise.  Returns false for anything
+ * else. */
 static bool addc_rows(const pw_plan *p, nrt_dtype t, int64_t n, char *const *data,
                       const int64_t *s) {
   const int64_t es = (int64_t)nk_dtype_size(t);
   if (s[0] != es || s[1] != es || s[2] != es || s[3] != es) return false;
   const bool mul = p->op == NK_PW_ADDCMUL;
+  const nk_pointwise_vec_fn vec = t == NRT_FLOAT32 ? nk_pointwise_pick_vec() : NULL;
+  if (vec && vec(p->op, n, (float *)(void *)data[0], (const float *)(const void *)data[1],
+                 (const float *)(const void *)data[2], (const float *)(const void *)data[3],
+                 (float)p->s0.f))
+    return true;
 #define PW_ADDC(T)                                                                         \
   {                                                                                        \
     T *o = (T *)(void *)data[0];                                                           \
@@ -525,10 +533,10 @@ int nk_pointwise_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
   hoist_scalars(&plan, ops);
   const bool half = plan.compute == NRT_FLOAT16 || plan.compute == NRT_BFLOAT16;
   if (plan.op != NK_PW_WHERE && half && !pw_is_predicate(plan.op) && all_same(&plan)) {
-    nk_for_each_float(ops, task->n_operands, float_rows, &plan); /* widened to float32 */
+    nk_for_each_float_plan(ops, task->n_operands, float_rows, NULL, &plan, sizeof plan); /* widened to float32 */
   } else {
     nk_loop_fn loop = plan.op == NK_PW_WHERE ? where_loop : all_same(&plan) ? same_loop : mixed_loop;
-    nk_for_each(ops, task->n_operands, loop, &plan);
+    nk_for_each_plan(ops, task->n_operands, loop, &plan, sizeof plan);
   }
   if (__atomic_load_n(&plan.zero_division, __ATOMIC_RELAXED)) {
     nrt_exec_fail(ctx, "ZeroDivisionError (integer %s by zero)", pw_ops[plan.op].name);

@@ -1,0 +1,5 @@
+/* pointwise_avx2_f32.c — the pointwise vector bodies (pointwise_simd_impl.h)
+ * with AVX2: 8 lanes. */
+#include "common/simd_avx2_f32.h"
+#define POINTWISE_NAME nk_pointwise_avx2_f32
+#include "elementwise/pointwise_simd_impl.h"
