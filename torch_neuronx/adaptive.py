@@ -48,8 +48,10 @@ def is_adaptive_eager_enabled() -> bool:
 def adaptive_eager_stats() -> Dict[str, int]:
     """Counters since start-up or the last reset, over all devices: ``groups``
     (fused groups run), ``tasks_fused`` (ops run inside them),
-    ``bytes_not_written`` (stores of dead intermediates skipped) and
-    ``groups_verified`` (groups checked in verify mode)."""
+    ``bytes_not_written`` (stores of dead intermediates skipped),
+    ``groups_verified`` (groups checked in verify mode) and
+    ``groups_in_rows`` (groups run in short rows through each op's own row
+    loop, rather than one kernel call per op per tile)."""
     return dict(_C._fusion_stats())
 
 

@@ -53,6 +53,7 @@
 #ifndef NEURON_RUNTIME_H
 #define NEURON_RUNTIME_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -270,6 +271,29 @@ typedef nrt_fuse_kind (*nrt_fuse_classify_fn)(const nrt_task *task);
 /* Declares kernel id's tasks fusible when fn says so (NULL: never). */
 nrt_status nrt_kernel_set_fusion(uint32_t id, nrt_fuse_classify_fn fn);
 
+/* A fusible task's row routine, captured once per group so that the
+ * executor can run short rows (a few KiB, in L1) without a kernel call per
+ * tile: what the kernel itself would call on each row of the task.  fn
+ * gets n elements, operand k's first element at data[k] and its byte
+ * stride along the row at strides[k] (the nd-iteration's row loop).
+ * fixed[k], when set, is a value the kernel substituted for operand k (a
+ * broadcast scalar it converted once): operand k then reads it, stride 0.
+ * ctx and every fixed value live in storage. */
+#define NRT_ROW_STORAGE 1024
+typedef void (*nrt_row_fn)(void *ctx, int64_t n, char *const *data, const int64_t *strides);
+typedef struct nrt_row_entry {
+  nrt_row_fn fn;
+  void *ctx;
+  const void *fixed[NRT_MAX_OPERANDS];
+  uint64_t storage[NRT_ROW_STORAGE / 8]; /* 8-byte aligned: plans hold pointers, 64-bit values */
+} nrt_row_entry;
+/* Fills *entry with the row routine the kernel would run for `task` (a
+ * tile's descriptor) and runs nothing; false when the kernel's path for
+ * this task is not a row loop (the executor then calls the kernel per tile).
+ * The routine must give each element the bits the kernel gives it. */
+typedef bool (*nrt_row_capture_fn)(const nrt_task *task, nrt_exec_ctx *ctx, nrt_row_entry *entry);
+nrt_status nrt_kernel_set_row_capture(uint32_t id, nrt_row_capture_fn fn);
+
 enum { NRT_ADAPTIVE_OFF = 0, NRT_ADAPTIVE_ON = 1, NRT_ADAPTIVE_VERIFY = 2 };
 /* The mode (TORCHNEURON_ADAPTIVE_EAGER until set); launch-blocking mode
  * runs unfused whatever the mode says. */
@@ -281,6 +305,7 @@ typedef struct nrt_fusion_stats {
   uint64_t tasks_fused;       /* tasks run inside them                    */
   uint64_t bytes_not_written; /* stores skipped: dead intermediates       */
   uint64_t groups_verified;   /* groups checked against unfused execution */
+  uint64_t groups_in_rows;    /* groups run through their row loops       */
 } nrt_fusion_stats;
 void nrt_fusion_stats_get(nrt_fusion_stats *out);
 void nrt_fusion_stats_reset(void);

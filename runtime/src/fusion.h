@@ -43,6 +43,12 @@
  * took 8% longer with 8K-element tiles than with 32K ones).  At most one elementwise
  * grain (NK_GRAIN_ELEMENTWISE), so a kernel never splits a tile further. */
 #define FUSE_TILE_ELEMENTS 32768
+/* Row mode (fusion_rows.c): a tile runs in rows of at most this many
+ * elements, each member's captured row loop called directly, so a row's
+ * intermediates (8 KiB of float32 each) stay in L1.  Rows shorter than
+ * FUSE_ROW_MIN (a narrow inner dim) keep the per-tile kernel calls. */
+#define FUSE_ROW_ELEMENTS 2048
+#define FUSE_ROW_MIN 256
 
 typedef struct fuse_version {
   const nrt_operand *view; /* a member's refined operand: pointer, dtype, strides */
@@ -99,5 +105,11 @@ typedef struct fuse_group {
  * stays out (it then fails on its own, unfused, with its own error). */
 bool nrt_fusion_plan(fuse_group *g, nrt_exec_ctx *ctx, const nrt_task *ring, unsigned ring_size,
                      uint64_t head, uint64_t queued);
+
+/* fusion_rows.c: whether the group may run in rows (members' row loops
+ * captured by the caller), and one tile of it in rows. */
+bool nrt_fusion_rows_ok(const fuse_group *g);
+void nrt_fusion_run_rows(const fuse_group *g, const nrt_row_entry *entries, int64_t t,
+                         unsigned char *scratch, const size_t *slot_offset);
 
 #endif

@@ -22,6 +22,8 @@ typedef struct worker {
 
 struct nrt_fusion {
   fuse_group g;
+  bool rows; /* run in rows through entries (fusion_rows.c) */
+  nrt_row_entry entries[FUSE_MAX_MEMBERS];
   int n_workers;
   worker *workers;
   size_t slot_offset[FUSE_MAX_SCRATCH + 1];
@@ -29,13 +31,14 @@ struct nrt_fusion {
   char message[512];
 };
 
-static _Atomic uint64_t stat_groups, stat_tasks, stat_bytes, stat_verified;
+static _Atomic uint64_t stat_groups, stat_tasks, stat_bytes, stat_verified, stat_rows;
 
 void nrt_fusion_stats_get(nrt_fusion_stats *out) {
   out->groups = atomic_load(&stat_groups);
   out->tasks_fused = atomic_load(&stat_tasks);
   out->bytes_not_written = atomic_load(&stat_bytes);
   out->groups_verified = atomic_load(&stat_verified);
+  out->groups_in_rows = atomic_load(&stat_rows);
 }
 
 void nrt_fusion_stats_reset(void) {
@@ -43,6 +46,7 @@ void nrt_fusion_stats_reset(void) {
   atomic_store(&stat_tasks, 0);
   atomic_store(&stat_bytes, 0);
   atomic_store(&stat_verified, 0);
+  atomic_store(&stat_rows, 0);
 }
 
 /* ------------------------------------------------------------ tiles */
@@ -110,11 +114,45 @@ typedef struct region {
   nrt_kernel_fn fn[FUSE_MAX_MEMBERS];
 } region;
 
+/* Row mode when every member's kernel hands over its row loop for the
+ * group's first tile; a loop that substituted an operand (a converted
+ * scalar) must read one value for the whole group: a constant, or an
+ * operand broadcast over every dim (not one that merely has size 1 in the
+ * first tile). */
+static bool capture_rows(nrt_fusion *st, nrt_exec_ctx *ctx) {
+  const fuse_group *g = &st->g;
+  if (!nrt_fusion_rows_ok(g)) return false;
+  worker *wk = &st->workers[0];
+  prepare_tasks(g, wk->tasks);
+  for (int i = 0; i < g->n_members; i++) {
+    const fuse_member *m = &g->members[i];
+    nrt_row_capture_fn capture = nrt_kernel_row_capture_of(m->task->kernel);
+    nrt_task *tt = &wk->tasks[i];
+    narrow(g, m, tt, wk->scratch, st->slot_offset, 0);
+    ctx->failed = 0;
+    const bool ok = capture && capture(tt, ctx, &st->entries[i]) && !ctx->failed;
+    ctx->failed = 0;
+    ctx->message[0] = '\0';
+    if (!ok) return false;
+    for (int k = 0; k < tt->n_operands; k++) {
+      if (!st->entries[i].fixed[k] || m->konst[k] >= 0) continue;
+      for (int d = 0; d < g->ndim; d++)
+        if (m->ops[k].strides[d] != 0 && g->sizes[d] != 1) return false;
+    }
+  }
+  return true;
+}
+
 static void run_tiles(void *arg, int64_t begin, int64_t end, int w) {
   region *r = arg;
   nrt_fusion *st = r->st;
   const fuse_group *g = &st->g;
   worker *wk = &st->workers[w];
+  if (st->rows) {
+    for (int64_t t = begin; t < end; t++)
+      nrt_fusion_run_rows(g, st->entries, t, wk->scratch, st->slot_offset);
+    return;
+  }
   prepare_tasks(g, wk->tasks);
   for (int64_t t = begin; t < end; t++)
     for (int i = 0; i < g->n_members; i++) {
@@ -300,6 +338,7 @@ uint64_t nrt_fusion_run(nrt_fusion **state, nrt_exec_ctx *ctx, nrt_stream *s, co
   if (!nrt_fusion_plan(g, ctx, ring, ring_size, head, queued)) return 0;
   for (int w = 0; w < st->n_workers; w++) st->workers[w].ctx.stream = s;
   if (!ensure_scratch(st)) return 0; /* out of host memory: run unfused */
+  st->rows = capture_rows(st, ctx);
   const int tracing = nrt_trace_enabled();
   const uint64_t start = tracing ? nrt_now_ns() : 0;
   if (nrt_adaptive_mode() == NRT_ADAPTIVE_VERIFY) run_verified(st, ctx, s);
@@ -308,6 +347,7 @@ uint64_t nrt_fusion_run(nrt_fusion **state, nrt_exec_ctx *ctx, nrt_stream *s, co
   for (int v = 0; v < g->n_versions; v++)
     if (g->versions[v].scratch >= 0) saved += (uint64_t)g->numel * g->versions[v].esize;
   atomic_fetch_add(&stat_groups, 1);
+  if (st->rows) atomic_fetch_add(&stat_rows, 1);
   atomic_fetch_add(&stat_tasks, (uint64_t)g->n_members);
   atomic_fetch_add(&stat_bytes, saved);
   if (tracing) {

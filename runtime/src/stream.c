@@ -48,6 +48,7 @@
 
 static _Atomic(nrt_kernel_fn) kernel_table[NRT_KERNEL_MAX];
 static _Atomic(nrt_fuse_classify_fn) fusion_table[NRT_KERNEL_MAX]; /* adaptive eager */
+static _Atomic(nrt_row_capture_fn) row_capture_table[NRT_KERNEL_MAX];
 static const char *kernel_names[NRT_KERNEL_MAX];
 static pthread_mutex_t kernel_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -75,6 +76,18 @@ nrt_status nrt_kernel_set_fusion(uint32_t id, nrt_fuse_classify_fn fn) {
                     NRT_KERNEL_FIRST_USER, NRT_KERNEL_MAX);
   atomic_store(&fusion_table[id], fn);
   return NRT_SUCCESS;
+}
+
+nrt_status nrt_kernel_set_row_capture(uint32_t id, nrt_row_capture_fn fn) {
+  if (id < NRT_KERNEL_FIRST_USER || id >= NRT_KERNEL_MAX)
+    return nrt_fail(NRT_ERROR_INVALID_ARGUMENT, "kernel id %u is outside [%d, %d)", id,
+                    NRT_KERNEL_FIRST_USER, NRT_KERNEL_MAX);
+  atomic_store(&row_capture_table[id], fn);
+  return NRT_SUCCESS;
+}
+
+nrt_row_capture_fn nrt_kernel_row_capture_of(uint32_t id) {
+  return id < NRT_KERNEL_MAX ? atomic_load(&row_capture_table[id]) : NULL;
 }
 
 nrt_kernel_fn nrt_kernel_fn_of(uint32_t id) {

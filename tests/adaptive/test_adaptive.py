@@ -82,6 +82,8 @@ def test_random_programs_fuse():
     stats = torch_neuronx.adaptive_eager_stats()
     if FUSES:
         assert stats["groups"] >= 5 and stats["tasks_fused"] >= 30, stats
+        # both executors ran: rows (each op's row loop) and per-tile kernel calls
+        assert 0 < stats["groups_in_rows"] < stats["groups"], stats
 
 
 def chain_x_a_b(dtype, n=1 << 16):
@@ -107,6 +109,26 @@ def test_rounding_chain(dtype):
         assert groups[True] >= 1 and groups["verify"] >= 1
 
 
+def test_row_mode_keeps_per_row_operands():
+    """In row mode each op's row loop is captured once per group, on the
+    first tile.  Here a tile is one row of x, where b (one bfloat16 value per
+    row) looks like a scalar, which the binary kernel converts once: the
+    group must not reuse row 0's value for the other rows (nd_iter's capture
+    and the executor both refuse such a substitution; the group then runs
+    tile by tile)."""
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(4, 1 << 15, generator=g).to("neuron")
+    b = torch.randn(4, 1, generator=g).to(torch.bfloat16).to("neuron")
+
+    def fn():
+        torch.neuron._sleep(20_000_000)
+        return [((x * b + 1).sigmoid() * x).cpu(), ((x + 0.5) * 3 - 1).cpu()]
+    results, groups = run_modes(fn)
+    assert_same(results)
+    if FUSES:
+        assert groups[True] >= 1
+
+
 def test_dead_intermediates_are_not_written():
     x = torch.randn(1 << 16, device="neuron")
     torch.neuron.synchronize()
@@ -116,7 +138,7 @@ def test_dead_intermediates_are_not_written():
     torch.neuron.synchronize()
     stats = torch_neuronx.adaptive_eager_stats()
     if FUSES:
-        assert stats["tasks_fused"] >= 5
+        assert stats["tasks_fused"] >= 5 and stats["groups_in_rows"] >= 1
         # the four temporaries die inside the chain
         assert stats["bytes_not_written"] >= 4 * x.nbytes
     torch_neuronx.set_adaptive_eager(False)

@@ -117,6 +117,7 @@ PYBIND11_MODULE(_C, m) {
     d["tasks_fused"] = st.tasks_fused;
     d["bytes_not_written"] = st.bytes_not_written;
     d["groups_verified"] = st.groups_verified;
+    d["groups_in_rows"] = st.groups_in_rows;
     return d;
   });
   m.def("_fusion_stats_reset", [] { nrt_fusion_stats_reset(); });

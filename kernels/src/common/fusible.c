@@ -18,6 +18,7 @@
  * multi-output tail ops (frexp). */
 #include "common/dtype_convert.h"
 #include "common/kernel_entries.h"
+#include "common/nd_iter.h"
 #include "neuron_kernels.h"
 
 static nrt_fuse_kind elementwise(const nrt_task *t) {
@@ -34,22 +35,36 @@ static nrt_fuse_kind pointwise(const nrt_task *t) {
   return NRT_FUSE_ELEMENTWISE;
 }
 
+/* rows: the kernel whose row loop a fused group may call directly
+ * (nk_capture_rows: its plan goes to nd_iter through the _plan calls, and
+ * every path it takes for a fusible task is an nd_iter row loop); NULL: the
+ * group calls the kernel once per tile. */
 static const struct {
   nk_kernel_id id;
   nrt_fuse_classify_fn classify;
+  nrt_kernel_fn rows;
 } fusible[] = {
-    {NK_KERNEL_COPY, elementwise},  /* casts on the device */
-    {NK_KERNEL_FILL, elementwise},  /* full fills, and device scalars */
-    {NK_KERNEL_BINARY, elementwise},
-    {NK_KERNEL_POINTWISE, pointwise},
-    {NK_KERNEL_UNARY, elementwise},
-    {NK_KERNEL_UNARY_BACKWARD, elementwise},
-    {NK_KERNEL_REDUCE, nk_reduce_fusion}, /* a group's last member, on whole rows */
+    {NK_KERNEL_COPY, elementwise, NULL},  /* casts on the device */
+    {NK_KERNEL_FILL, elementwise, NULL},  /* full fills, and device scalars */
+    {NK_KERNEL_BINARY, elementwise, nk_binary_kernel},
+    {NK_KERNEL_POINTWISE, pointwise, nk_pointwise_kernel},
+    {NK_KERNEL_UNARY, elementwise, nk_unary_kernel},
+    {NK_KERNEL_UNARY_BACKWARD, elementwise, nk_unary_backward_kernel},
+    {NK_KERNEL_REDUCE, nk_reduce_fusion, NULL}, /* a group's last member, on whole rows */
 };
+#define N_FUSIBLE (sizeof fusible / sizeof fusible[0])
+
+static bool capture(const nrt_task *task, nrt_exec_ctx *ctx, nrt_row_entry *entry) {
+  for (size_t i = 0; i < N_FUSIBLE; i++)
+    if ((uint32_t)fusible[i].id == task->kernel && fusible[i].rows)
+      return nk_capture_rows(fusible[i].rows, task, ctx, entry);
+  return false;
+}
 
 nrt_status nk_register_fusion(void) {
-  for (size_t i = 0; i < sizeof fusible / sizeof fusible[0]; i++) {
+  for (size_t i = 0; i < N_FUSIBLE; i++) {
     nrt_status s = nrt_kernel_set_fusion(fusible[i].id, fusible[i].classify);
+    if (s == NRT_SUCCESS && fusible[i].rows) s = nrt_kernel_set_row_capture(fusible[i].id, capture);
     if (s != NRT_SUCCESS) return s;
   }
   return NRT_SUCCESS;

@@ -1,7 +1,24 @@
 /* nd_iter.c — dim ordering, coalescing, parallel split and the row walk. */
 #include "common/nd_iter.h"
 
+#include <string.h>
+
 #include "common/half_rows.h"
+
+/* The capture in progress on this thread (nk_capture_rows), or NULL. */
+typedef struct capture {
+  nrt_row_entry *entry;
+  const nrt_task *task;
+  bool taken, refused;
+} capture;
+static _Thread_local capture *capturing;
+
+/* An nd_iter call a capture cannot record: run nothing, fail the capture. */
+static bool refuse_while_capturing(void) {
+  if (!capturing) return false;
+  capturing->refused = true;
+  return true;
+}
 
 static int64_t abs64(int64_t v) { return v < 0 ? -v : v; }
 
@@ -109,7 +126,7 @@ static void run_range(void *arg, int64_t begin, int64_t end, int worker) {
 }
 
 void nk_parallel_for(int64_t n, int64_t grain, nrt_range_fn fn, void *arg) {
-  if (n <= 0) return;
+  if (n <= 0 || refuse_while_capturing()) return;
   if (n <= grain)
     fn(arg, 0, n, 0);
   else
@@ -117,6 +134,7 @@ void nk_parallel_for(int64_t n, int64_t grain, nrt_range_fn fn, void *arg) {
 }
 
 void nk_nd_iter_run(const nk_nd_iter *it, int64_t grain, nk_loop_fn loop, void *ctx) {
+  if (refuse_while_capturing()) return;
   run_args a = {it, loop, ctx};
   nk_parallel_for(it->numel, grain, run_range, &a);
 }
@@ -189,4 +207,89 @@ void nk_for_each_float_raw(const nrt_operand *operands, int n_operands, nk_loop_
     f.any_half |= is_half(f.dtype[k]);
   }
   nk_for_each(operands, n_operands, float_rows_loop, &f);
+}
+
+/* ------------------------------------------------------------ row capture */
+
+bool nk_capture_rows(nrt_kernel_fn kernel, const nrt_task *task, nrt_exec_ctx *ctx,
+                     nrt_row_entry *entry) {
+  memset(entry, 0, offsetof(nrt_row_entry, storage));
+  capture c = {.entry = entry, .task = task};
+  capturing = &c;
+  const int rc = kernel(task, ctx);
+  capturing = NULL;
+  return rc == 0 && c.taken && !c.refused;
+}
+
+/* Records loop and a copy of its plan (at the start of storage, after
+ * `skip` bytes), and each operand the kernel substituted; false when it
+ * does not fit or an operand is re-described in a way the executor's rows
+ * would not reproduce. */
+static bool record(const nrt_operand *ops, int n_ops, nk_loop_fn loop, const void *plan,
+                   size_t plan_size, size_t skip) {
+  capture *c = capturing;
+  nrt_row_entry *e = c->entry;
+  unsigned char *store = (unsigned char *)e->storage;
+  if (c->taken || n_ops != c->task->n_operands) return false;
+  size_t used = (skip + plan_size + 15) & ~(size_t)15;
+  if (used > sizeof e->storage) return false;
+  memcpy(store + skip, plan, plan_size);
+  for (int k = 0; k < n_ops; k++) {
+    const nrt_operand *mine = &c->task->operands[k], *o = &ops[k];
+    if (o->data == mine->data) {
+      /* followed: the executor hands the task's own rows over */
+      if (o->ndim != mine->ndim) return false;
+      for (int d = 0; d < o->ndim; d++)
+        if (o->sizes[d] != mine->sizes[d] || o->strides[d] != mine->strides[d]) return false;
+      continue;
+    }
+    /* substituted: a broadcast value the kernel converted (one element) */
+    for (int d = 0; d < o->ndim; d++)
+      if (o->strides[d] != 0) return false;
+    const size_t esize = nrt_dtype_size((nrt_dtype)o->dtype);
+    if (!esize || used + esize > sizeof e->storage) return false;
+    memcpy(store + used, o->data, esize);
+    e->fixed[k] = store + used;
+    used = (used + esize + 15) & ~(size_t)15;
+  }
+  e->fn = loop;
+  e->ctx = store + skip;
+  c->taken = true;
+  return true;
+}
+
+void nk_for_each_plan(const nrt_operand *operands, int n_operands, nk_loop_fn loop, void *plan,
+                      size_t plan_size) {
+  if (!capturing) {
+    nk_for_each(operands, n_operands, loop, plan);
+    return;
+  }
+  if (!record(operands, n_operands, loop, plan, plan_size, 0)) capturing->refused = true;
+}
+
+void nk_for_each_float_plan(const nrt_operand *operands, int n_operands, nk_loop_fn loop,
+                            nk_raw_row_fn raw, void *plan, size_t plan_size) {
+  if (!capturing) {
+    nk_for_each_float_raw(operands, n_operands, loop, raw, plan);
+    return;
+  }
+  /* the adapter's state first, then the kernel's plan, which it points at */
+  const size_t skip = (sizeof(float_rows) + 15) & ~(size_t)15;
+  float_rows f = {loop, raw, NULL, n_operands, false, {NRT_FLOAT32}};
+  if (!nk_float_rows_ok(operands, n_operands)) {
+    capturing->refused = true;
+    return;
+  }
+  for (int k = 0; k < n_operands; k++) {
+    f.dtype[k] = (nrt_dtype)operands[k].dtype;
+    f.any_half |= is_half(f.dtype[k]);
+  }
+  nrt_row_entry *e = capturing->entry;
+  if (!record(operands, n_operands, float_rows_loop, plan, plan_size, skip)) {
+    capturing->refused = true;
+    return;
+  }
+  f.ctx = (unsigned char *)e->storage + skip;
+  memcpy(e->storage, &f, sizeof f);
+  e->ctx = e->storage;
 }

@@ -91,4 +91,24 @@ typedef bool (*nk_raw_row_fn)(void *ctx, int64_t n, char *const *data, const int
 void nk_for_each_float_raw(const nrt_operand *operands, int n_operands, nk_loop_fn loop,
                            nk_raw_row_fn raw, void *ctx);
 
+/* ---- row capture: a fused group's per-row routine (adaptive eager) ----
+ *
+ * The runtime runs a fused group in short rows, calling each member's row
+ * loop directly (nrt_row_entry, neuron_runtime.h).  It gets that loop by
+ * running the member's kernel once in capture mode: the kernel plans as
+ * always and hands its loop to nd_iter, which records it (and a copy of the
+ * plan, so the kernel's stack may go) instead of running it.  A kernel opts
+ * in by passing its plan's size (the _plan variants below); the plan must
+ * hold no pointer into itself.  Any other nd_iter call made while capturing
+ * runs nothing and makes the capture fail. */
+bool nk_capture_rows(nrt_kernel_fn kernel, const nrt_task *task, nrt_exec_ctx *ctx,
+                     nrt_row_entry *entry);
+
+/* nk_for_each / nk_for_each_float_raw for a capturable kernel: `plan` is
+ * the loop's ctx, `plan_size` its bytes. */
+void nk_for_each_plan(const nrt_operand *operands, int n_operands, nk_loop_fn loop, void *plan,
+                      size_t plan_size);
+void nk_for_each_float_plan(const nrt_operand *operands, int n_operands, nk_loop_fn loop,
+                            nk_raw_row_fn raw, void *plan, size_t plan_size);
+
 #endif /* NK_ND_ITER_H */

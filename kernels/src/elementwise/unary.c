@@ -191,9 +191,9 @@ int nk_unary_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
                           p.compute == NRT_BFLOAT16;
   p.vec = same && f32_or_half ? nk_unary_pick_vec() : NULL;
   if (same && f32_or_half)
-    nk_for_each_float(task->operands, 2, same_loop, &p); /* 16-bit rows widened to float32 */
+    nk_for_each_float_plan(task->operands, 2, same_loop, NULL, &p, sizeof p); /* 16-bit rows widened to float32 */
   else
-    nk_for_each(task->operands, 2, same ? same_loop : mixed_loop, &p);
+    nk_for_each_plan(task->operands, 2, same ? same_loop : mixed_loop, &p, sizeof p);
   return 0;
 }
 
@@ -302,8 +302,8 @@ int nk_unary_backward_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
                            p.compute == NRT_BFLOAT16;
   p.vec = same && f32_or_half ? nk_unary_bw_pick_vec() : NULL;
   if (same && f32_or_half)
-    nk_for_each_float(task->operands, 3, bw_same_loop, &p); /* 16-bit rows widened to float32 */
+    nk_for_each_float_plan(task->operands, 3, bw_same_loop, NULL, &p, sizeof p); /* 16-bit rows widened to float32 */
   else
-    nk_for_each(task->operands, 3, same ? bw_same_loop : bw_mixed_loop, &p);
+    nk_for_each_plan(task->operands, 3, same ? bw_same_loop : bw_mixed_loop, &p, sizeof p);
   return 0;
 }
