@@ -15,26 +15,14 @@ Usage: python bench/adaptive.py [--quick] [--repeats N]
 import argparse
 import math
 import os
-import platform
 import sys
 
 import torch
 
 import torch_neuronx
-from timing import median_seconds
+from timing import median_seconds, machine
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples"))
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def per_eval(fn, device, chain, repeats):
@@ -175,6 +163,7 @@ def measure(make, chain, repeats):
 
 
 def main():
+    print(machine(), flush=True)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes, fewer repeats")
     parser.add_argument("--repeats", type=int, default=None)
@@ -198,8 +187,7 @@ def main():
         ("train_gpt step", train_case("train_gpt"), 0),
     ]
     wanted = [c for c in args.cases.split(",") if c]
-    print(f"{cpu_model()}; {torch.get_num_threads()} threads; kernels "
-          f"TORCHNEURON_ISA={os.environ.get('TORCHNEURON_ISA', 'best')}; median of {repeats}")
+    print(f"# median of {repeats}")
     print(f"{'case':<34} {'cpu ms':>8} {'off ms':>8} {'on ms':>8} {'on/off':>7} {'vs cpu':>7}"
           f" {'peak off MiB':>12} {'peak on MiB':>12}")
     for name, make, chain in cases:

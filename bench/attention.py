@@ -16,7 +16,7 @@ import argparse
 
 import torch
 import torch.nn.functional as F
-from timing import median_seconds, sync
+from timing import median_seconds, sync, machine
 
 
 def make(device, dtype, B, H, S, D, backward, causal):
@@ -44,6 +44,7 @@ def make(device, dtype, B, H, S, D, backward, causal):
 
 
 def main():
+    print(machine(), flush=True)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="sequences up to 1024, fewer shapes")
     parser.add_argument("--repeats", type=int, default=5)

@@ -39,6 +39,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 import torch_neuronx  # noqa: E402,F401  (registers the device)
+from timing import machine  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "examples"))
@@ -240,6 +241,7 @@ def compiled(make, device, repeats):
 
 
 def main():
+    print(machine(), flush=True)
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="smaller shapes, fewer repeats")
     p.add_argument("--repeats", type=int, default=None)

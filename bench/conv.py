@@ -25,7 +25,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-from timing import median_seconds, sync
+from timing import median_seconds, sync, machine
 
 # name, cin, cout, kernel, stride, padding, input size
 LAYERS = [
@@ -84,6 +84,7 @@ def make(layer, batch, device, dtype):
 
 
 def main():
+    print(machine(), flush=True)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=5)

@@ -14,7 +14,7 @@ import argparse
 
 import torch
 
-from timing import median_seconds
+from timing import median_seconds, machine
 
 
 
@@ -68,6 +68,7 @@ def copy_bandwidth(n, repeats):
 
 
 def main():
+    print(machine(), flush=True)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--log2n", type=int, default=24)

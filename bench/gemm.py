@@ -19,6 +19,7 @@ import torch
 import torch_neuronx  # noqa: F401
 
 import peak
+from timing import machine  # noqa: E402
 
 
 def median_seconds(fn, device, repeats, budget=2.0):
@@ -65,6 +66,7 @@ def cases(quick):
 
 
 def main():
+    print(machine(), flush=True)
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--repeats", type=int, default=7)

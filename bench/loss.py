@@ -16,7 +16,7 @@ import argparse
 
 import torch
 import torch.nn.functional as F
-from timing import median_seconds, sync
+from timing import median_seconds, sync, machine
 
 
 def ce_case(rows, classes, dtype, backward):
@@ -62,6 +62,7 @@ def copy_bandwidth(n, repeats):
 
 
 def main():
+    print(machine(), flush=True)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--quick", action="store_true", help="smaller shapes, fewer repeats")

@@ -27,7 +27,7 @@ import torch  # noqa: E402
 import transformers as tf  # noqa: E402
 
 import torch_neuronx  # noqa: E402,F401  (registers the device)
-from timing import median_seconds  # noqa: E402
+from timing import machine, median_seconds  # noqa: E402
 
 VOCAB = 2048
 
@@ -58,6 +58,7 @@ def make_step(model, ids, targets, device, dtype):
 
 
 def main():
+    print(machine(), flush=True)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="2 layers, batch 4 x 64, 3 repeats")

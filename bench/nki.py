@@ -33,7 +33,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "examples", "nki"))
 
-from timing import median_seconds  # noqa: E402
+from timing import machine, median_seconds  # noqa: E402
 
 from torch_neuronx import nki  # noqa: E402
 from torch_neuronx.nki import build  # noqa: E402
@@ -203,6 +203,7 @@ def first_call_and_dispatch(reps):
 
 
 def main():
+    print(machine(), flush=True)
     p = argparse.ArgumentParser()
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--quick", action="store_true")

@@ -38,7 +38,7 @@ import torch
 import torch.nn.functional as F
 
 import torch_neuronx  # noqa: F401  (registers the device)
-from timing import median_seconds, sync
+from timing import median_seconds, sync, machine
 
 
 def layer_norm_case(shape, backward):
@@ -154,6 +154,7 @@ def copy_bandwidth(repeats):
 
 
 def main():
+    print(machine(), flush=True)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--quick", action="store_true", help="fewer, smaller cases, 3 repeats")

@@ -18,7 +18,7 @@ nothing.  Usage: python bench/optim.py [--repeats N] [--quick]
 import argparse
 
 import torch
-from timing import median_seconds, sync
+from timing import median_seconds, sync, machine
 
 
 def param_sizes(total, count):
@@ -61,6 +61,7 @@ def copy_bandwidth(n, repeats):
 
 
 def main():
+    print(machine(), flush=True)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--params", type=float, default=25e6)

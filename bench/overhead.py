@@ -16,6 +16,7 @@ import statistics
 import time
 
 import torch
+from timing import machine  # noqa: E402
 
 
 def sync(device):
@@ -69,6 +70,7 @@ def measurements(device, iters, repeats):
 
 
 def main():
+    print(machine(), flush=True)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="neuron")
     parser.add_argument("--iters", type=int, default=10_000)

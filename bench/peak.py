@@ -17,6 +17,7 @@ import time
 import torch
 import torch_neuronx  # noqa: F401  (registers the device)
 from torch_neuronx import _C
+from timing import machine  # noqa: E402
 
 
 def fma_gflops(f64, threads, seconds=0.25, repeats=3):
@@ -65,6 +66,7 @@ def measure(repeats=3, quick=False):
 
 
 def main():
+    print(machine(), flush=True)
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--quick", action="store_true")

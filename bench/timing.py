@@ -6,6 +6,22 @@ import time
 import torch
 
 
+def machine():
+    """One line for a bench's header: the CPU, the threads, the instruction
+    set torch's CPU kernels use and the one the device's kernels use."""
+    import platform
+
+    import torch_neuronx
+    model = platform.processor() or "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return (f"# {model}; {torch.get_num_threads()} threads; torch CPU kernels "
+            f"{torch.backends.cpu.get_cpu_capability()}; neuron kernels {torch_neuronx.kernel_isa()}")
+
+
 def sync(device):
     if device.type != "cpu":
         torch.accelerator.synchronize(device)

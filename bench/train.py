@@ -22,6 +22,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 import train_cnn  # noqa: E402
 import train_gpt  # noqa: E402
 import train_mlp  # noqa: E402
+from timing import machine  # noqa: E402
 
 EXAMPLES = [("gpt", train_gpt), ("cnn", train_cnn), ("mlp", train_mlp)]
 
@@ -41,6 +42,7 @@ def steps_per_second(module, device, amp, warmup, window, repeats):
 
 
 def main():
+    print(machine(), flush=True)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="short windows, fewer repeats")
     parser.add_argument("--repeats", type=int, default=None, help="timed windows per case (median)")

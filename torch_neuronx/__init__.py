@@ -37,7 +37,14 @@ from torch_neuronx.adaptive import (
 )
 
 __all__ = ["neuron", "fallback_stats", "set_adaptive_eager", "is_adaptive_eager_enabled",
-           "adaptive_eager_stats", "reset_adaptive_eager_stats"]
+           "adaptive_eager_stats", "reset_adaptive_eager_stats", "kernel_isa"]
+
+
+def kernel_isa() -> str:
+    """The instruction set the device's kernels run at: "avx512", "avx2" or
+    "portable" (the best this CPU has, capped by TORCHNEURON_ISA); torch's own
+    CPU kernels report theirs through torch.backends.cpu.get_cpu_capability()."""
+    return _C._kernel_isa()
 
 
 def _register() -> None:

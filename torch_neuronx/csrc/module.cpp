@@ -11,6 +11,7 @@
 #include "launch.h"
 #include "generator.h"
 #include "neuron_check.h"
+#include "neuron_kernels.h"
 #include "neuron_stream.h"
 
 namespace py = pybind11;
@@ -109,6 +110,9 @@ PYBIND11_MODULE(_C, m) {
   m.def("_adaptive_eager_mode", [] { return nrt_adaptive_mode(); });
   m.def("_set_adaptive_eager_mode", [](int mode) { nrt_adaptive_set_mode(mode); },
         py::arg("mode"));
+  // The instruction set the device's kernels run at (nk_cpu_isa: the best
+  // this CPU has, capped by TORCHNEURON_ISA).
+  m.def("_kernel_isa", [] { return std::string(nk_isa_name(nk_cpu_isa())); });
   m.def("_fusion_stats", [] {
     nrt_fusion_stats st;
     nrt_fusion_stats_get(&st);
