@@ -206,6 +206,14 @@ class Event(metaclass=_EventMeta):
 
 
 def current_stream(device: Any = None) -> Stream:
+    if torch.compiler.is_compiling():
+        # Dynamo traces torch.accelerator.current_stream into the graph's
+        # stream state; our Stream subclass's constructor and the C query of
+        # the current device would break the graph.
+        if device is None or (isinstance(device, (str, torch.device))
+                              and torch.device(device).index is None):
+            return _acc.current_stream()
+        return _acc.current_stream(torch.device("neuron", _device_index(device)))
     _lazy_init()
     return _wrap_stream(_acc.current_stream(torch.device("neuron", _device_index(device))))
 

@@ -30,7 +30,7 @@
 
 #define FUSE_MAX_MEMBERS 64
 #define FUSE_MAX_VERSIONS 160
-#define FUSE_MAX_CONSTS 16
+#define FUSE_MAX_CONSTS 48 /* Adam from plain ops: 4 Python numbers per parameter */
 #define FUSE_MAX_SCRATCH 24 /* scratch slots per tile (dead intermediates live at once) */
 #define FUSE_WINDOW 384     /* queued tasks the planner looks at */
 /* Below this many elements a chain is not worth planning: each task is a

@@ -256,15 +256,15 @@ def test_two_streams_with_events_and_no_added_sync(native):
 
 
 def test_user_streams_and_events_inside_a_graph(native):
-    # Dynamo traces stream contexts and events into the graph (fullgraph);
-    # the kernels run on the streams the code names.
+    # Dynamo traces stream contexts, events and torch.neuron.current_stream
+    # into the graph (fullgraph); the kernels run on the streams the code names.
     def f(x, side, event):
         y = x.sin()
         event.record()
         with torch.neuron.stream(side):
             side.wait_event(event)
             z = y.cos() * 2
-        torch.accelerator.current_stream().wait_stream(side)
+        torch.neuron.current_stream().wait_stream(side)  # as torch.cuda's: no graph break
         return z + y
 
     compiled = torch.compile(f, fullgraph=True)
