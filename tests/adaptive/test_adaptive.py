@@ -82,8 +82,9 @@ def test_random_programs_fuse():
     stats = torch_neuronx.adaptive_eager_stats()
     if FUSES:
         assert stats["groups"] >= 5 and stats["tasks_fused"] >= 30, stats
-        # both executors ran: rows (each op's row loop) and per-tile kernel calls
-        assert 0 < stats["groups_in_rows"] < stats["groups"], stats
+        # groups run in rows (each op's row loop); the per-tile path runs in
+        # the reduction-sink tests and the C tests (a kernel with no row loop)
+        assert stats["groups_in_rows"] >= 1, stats
 
 
 def chain_x_a_b(dtype, n=1 << 16):

@@ -44,8 +44,8 @@ static const struct {
   nrt_fuse_classify_fn classify;
   nrt_kernel_fn rows;
 } fusible[] = {
-    {NK_KERNEL_COPY, elementwise, NULL},  /* casts on the device */
-    {NK_KERNEL_FILL, elementwise, NULL},  /* full fills, and device scalars */
+    {NK_KERNEL_COPY, elementwise, nk_copy_kernel}, /* casts on the device */
+    {NK_KERNEL_FILL, elementwise, nk_fill_kernel}, /* full fills, and device scalars */
     {NK_KERNEL_BINARY, elementwise, nk_binary_kernel},
     {NK_KERNEL_POINTWISE, pointwise, nk_pointwise_kernel},
     {NK_KERNEL_UNARY, elementwise, nk_unary_kernel},

@@ -102,6 +102,6 @@ int nk_copy_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
   if (nk_check_elementwise(task, ctx, "copy", 2)) return -1;
   copy_plan plan = {(nrt_dtype)task->operands[1].dtype, (nrt_dtype)task->operands[0].dtype, false};
   plan.float_cast = plan.from != plan.to && is_float(plan.from) && is_float(plan.to);
-  nk_for_each(task->operands, 2, copy_loop, &plan);
+  nk_for_each_plan(task->operands, 2, copy_loop, &plan, sizeof plan);
   return 0;
 }

@@ -51,6 +51,6 @@ int nk_fill_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
     nk_store_f64(t, plan.pattern, prm->value.f);
   else
     nk_store_i64(t, plan.pattern, prm->value.i);
-  nk_for_each(task->operands, 1, fill_loop, &plan);
+  nk_for_each_plan(task->operands, 1, fill_loop, &plan, sizeof plan);
   return 0;
 }
