@@ -182,6 +182,9 @@ enum {
   NRT_KERNEL_HOST_FN,      /* params: nrt_host_fn_params                 */
   NRT_KERNEL_HINT_FREE,    /* internal: the allocator freed a block      */
   NRT_KERNEL_FUSED,        /* trace records only: a fused group of tasks */
+  NRT_KERNEL_FUSED_MEMBER, /* trace records only: a later member of the
+                              group recorded just before, zero length at its
+                              start, carrying that member's correlation    */
   NRT_KERNEL_FIRST_USER = 64,
   NRT_KERNEL_MAX = 1024
 };

@@ -359,6 +359,16 @@ uint64_t nrt_fusion_run(nrt_fusion **state, nrt_exec_ctx *ctx, nrt_stream *s, co
                           .stream = nrt_stream_id(s), .enqueue_ns = start, .start_ns = start,
                           .end_ns = nrt_now_ns(), .failed = atomic_load(&st->failed_member) >= 0};
     nrt_trace_add(&r);
+    /* the other members' ops keep their link to the device (the group's
+     * time stays on the first: these take none) */
+    for (int i = 1; i < g->n_members; i++) {
+      const nrt_task *t = g->members[i].task;
+      nrt_trace_record m = {.name = t->name, .correlation = t->correlation,
+                            .kernel = NRT_KERNEL_FUSED_MEMBER, .device = r.device,
+                            .stream = r.stream, .enqueue_ns = start, .start_ns = start,
+                            .end_ns = start};
+      nrt_trace_add(&m);
+    }
   }
   return (uint64_t)g->n_items;
 }

@@ -235,6 +235,13 @@ def test_profiler_shows_fused_group():
         return
     assert fused, names
     assert any("aten::mul" in n and "aten::add" in n and "aten::sigmoid" in n for n in fused)
+    # every member's op stays linked to the device: the first to the group,
+    # the others to a zero-length "fused member" record
+    ops = {e.name: e for e in prof.events() if e.name in ("aten::mul", "aten::add", "aten::sigmoid")}
+    assert set(ops) == {"aten::mul", "aten::add", "aten::sigmoid"}, names
+    for name, op in ops.items():
+        assert any("fused" in k.name for k in op.kernels), (name, [k.name for k in op.kernels])
+    assert any(k.name == "fused member: aten::sigmoid" for k in ops["aten::sigmoid"].kernels)
     del y
 
 

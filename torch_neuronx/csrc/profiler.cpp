@@ -126,6 +126,7 @@ bool is_copy(const nrt_trace_record& r) {
 std::string activity_name(const nrt_trace_record& r) {
   std::string task = r.name ? r.name : "task";
   if (is_copy(r)) return task;
+  if (r.kernel == NRT_KERNEL_FUSED_MEMBER) return "fused member: " + task;  // its group: the fused[...] task at the same start
   const char* kernel = nrt_kernel_name(r.kernel);
   return kernel ? std::string(kernel) + ": " + task : task;
 }
