@@ -132,6 +132,20 @@ def test_reduction_over_a_transposed_operand(native):
     assert_same(out, f(x, y), **GRAD_TOL)
 
 
+def test_avg_pool_ceil_mode_gradient(native):
+    """ceil_mode windows past the input divide by their clipped size, as
+    ATen's (workarounds.py F: Inductor's lowering divides by kernel area)."""
+    f = lambda x: F.avg_pool2d(x, 3, ceil_mode=True)  # noqa: E731
+    x = torch.randn(2, 3, 5, 5)
+    x.requires_grad_(True)
+    f(x).sum().backward()
+    dev = x.detach().to("neuron").requires_grad_(True)
+    out = torch.compile(f)(dev)
+    out.sum().backward()
+    assert_same(out.detach(), f(x).detach(), **GRAD_TOL)
+    assert_same(dev.grad, x.grad, **GRAD_TOL)
+
+
 def test_conv_batchnorm_training(native):
     torch.manual_seed(1)
     cpu = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
