@@ -13,6 +13,7 @@ Usage: python -m tests.models.report [--repeats 5] [--out docs/models.md] [names
 (`make models-doc`).  The timings are as noisy as the machine they ran on.
 """
 import argparse
+import math
 import os
 import platform
 import sys
@@ -45,8 +46,10 @@ def fallback_ops(fallback):
 def compiled_cells(c):
     """The three compiled columns of one model: matches, graph breaks, fallback ops."""
     xfail = " (xfail)" if c.name in specs.XFAIL_COMPILED else ""
-    if not c.runs:
-        return f"error: `{c.error}`{xfail} | {c.graph_breaks} | {fallback_ops(c.fallback)}"
+    if not c.runs:  # its breaks and fallbacks up to the error, none if it was not run
+        called = not math.isnan(c.compile_s)
+        cells = f"{c.graph_breaks} | {fallback_ops(c.fallback)}" if called else " | "
+        return f"error: `{c.error}`{xfail} | {cells}"
     matches = ("yes" if c.passes else "**no**") + xfail
     return f"{matches} | {c.graph_breaks} | {fallback_ops(c.fallback)}"
 
@@ -178,6 +181,7 @@ def main(argv=None):
               + (f"; time ratio {r.ratio:.2f}" if r.runs else ""), flush=True)
         results.append(r)
     # An empty Inductor cache: the compiles cost what they cost on a fresh machine.
+    previous = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
     with tempfile.TemporaryDirectory() as cache:
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache
         for spec in chosen:
@@ -188,6 +192,10 @@ def main(argv=None):
             print(("ok   " if c.passes else "FAIL ") + "compiled " + c.describe()
                   + f"; first call {c.compile_s:.1f} s", flush=True)
             compiled.append(c)
+    if previous is None:
+        os.environ.pop("TORCHINDUCTOR_CACHE_DIR")
+    else:
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = previous
     with open(args.out, "w") as f:
         f.write(render(results, compiled, args.repeats, load))
     print(f"wrote {args.out}")
