@@ -10,7 +10,7 @@ export CMAKE_BUILD_PARALLEL_LEVEL := $(JOBS)
 # clones and worktrees share hits.
 export CCACHE_BASEDIR ?= $(CURDIR)
 
-.PHONY: all build test test-avx2 ctest pytest sanitize conformance demo bench profile chromium clean models-doc
+.PHONY: all build test test-avx2 ctest pytest sanitize conformance demo bench profile chromium clean models-doc test-models-compile
 
 all: build
 
@@ -80,6 +80,11 @@ bench: build
 	$(VPY) bench/elementwise.py
 	$(VPY) bench/peak.py
 	for b in gemm conv attention norm loss optim train compile nki adaptive; do $(VPY) bench/$$b.py $(BENCH_ARGS) || exit 1; done
+
+# Every model of tests/models under torch.compile vs CPU eager (cold Inductor
+# cache; `make test` runs one model per family: test_models_compile.py says why).
+test-models-compile: build
+	MODELS_COMPILE=all $(VPY) -m pytest -q tests/models/test_models_compile.py
 
 # The transformers models of tests/models on neuron vs cpu: docs/models.md.
 models-doc: build

@@ -118,6 +118,34 @@ def test_generated_code_launches_on_the_stream_with_the_pool_threads():
         assert "#pragma omp parallel" not in code
 
 
+def test_reduction_over_a_transposed_operand(native):
+    """A tile2d (transposing) kernel as the main loop of a reduction over the
+    outer loop: Inductor asserts that it is a vec kernel (cpp.py:4746), so
+    the neuron tile2d class must be one (kernels.py); vit's backward failed."""
+    from torch_neuronx._inductor.kernels import NeuronCppKernelProxy as proxy
+
+    assert issubclass(proxy.tile2d_kernel_cls, proxy.vec_kernel_cls)
+    f = lambda x, y: (x.t() * y).sum(0)  # noqa: E731
+    x, y = torch.randn(64, 48), torch.randn(48, 64)
+    out, (code,) = run_and_get_code(torch.compile(f), x.to("neuron"), y.to("neuron"))
+    assert "transpose_mxn" in code  # the tile2d path ran
+    assert_same(out, f(x, y), **GRAD_TOL)
+
+
+def test_avg_pool_ceil_mode_gradient(native):
+    """ceil_mode windows past the input divide by their clipped size, as
+    ATen's (workarounds.py F: Inductor's lowering divides by kernel area)."""
+    f = lambda x: F.avg_pool2d(x, 3, ceil_mode=True)  # noqa: E731
+    x = torch.randn(2, 3, 5, 5)
+    x.requires_grad_(True)
+    f(x).sum().backward()
+    dev = x.detach().to("neuron").requires_grad_(True)
+    out = torch.compile(f)(dev)
+    out.sum().backward()
+    assert_same(out.detach(), f(x).detach(), **GRAD_TOL)
+    assert_same(dev.grad, x.grad, **GRAD_TOL)
+
+
 def test_conv_batchnorm_training(native):
     torch.manual_seed(1)
     cpu = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),

@@ -4,16 +4,20 @@ Per model: runs (yes / the error), matches the CPU (within harness.py's
 tolerances, with the worst scaled errors), the ATen ops that fell back to the
 CPU in one forward + backward (with their call counts), and the forward +
 backward time ratio neuron / cpu (median of --repeats runs after a warm-up;
-< 1 means neuron is faster).  Then the totals and, per fallback op, the models
-that hit it.
+< 1 means neuron is faster), and the same forward + backward compiled
+(harness.run(compiled=True): matches CPU eager, graph breaks, fallback ops).
+Then the totals, per fallback op the models that hit it, and the graph breaks'
+reasons.
 
 Usage: python -m tests.models.report [--repeats 5] [--out docs/models.md] [names...]
 (`make models-doc`).  The timings are as noisy as the machine they ran on.
 """
 import argparse
+import math
 import os
 import platform
 import sys
+import tempfile
 import warnings
 
 import torch
@@ -35,12 +39,30 @@ def bf16(r):
     return f"{fb}, {fmt_err(r.bf16_err)}"
 
 
-def render(results, repeats, load):
+def fallback_ops(fallback):
+    return ", ".join(f"`{op}` ({count})" for op, count in fallback.items()) or "none"
+
+
+def compiled_cells(c):
+    """The three compiled columns of one model: matches, graph breaks, fallback ops."""
+    xfail = " (xfail)" if c.name in specs.XFAIL_COMPILED else ""
+    if not c.runs:  # its breaks and fallbacks up to the error, none if it was not run
+        called = not math.isnan(c.compile_s)
+        cells = f"{c.graph_breaks} | {fallback_ops(c.fallback)}" if called else " | "
+        return f"error: `{c.error}`{xfail} | {cells}"
+    matches = ("yes" if c.passes else "**no**") + xfail
+    return f"{matches} | {c.graph_breaks} | {fallback_ops(c.fallback)}"
+
+
+def render(results, compiled, repeats, load):
     n = len(results)
     runs = sum(r.runs for r in results)
     match = sum(r.matches for r in results)
     clean = sum(r.runs and not r.fallback for r in results)
     clean16 = sum(r.runs and not r.bf16_error and not r.bf16_fallback for r in results)
+    match_c = sum(c.passes for c in compiled)
+    unbroken = sum(c.runs and not c.graph_breaks for c in compiled)
+    compile_s = sum(c.compile_s for c in compiled if c.runs)
     lines = [
         "# Hugging Face models on neuron",
         "",
@@ -68,19 +90,28 @@ def render(results, repeats, load):
         "*bf16 autocast*: the same forward + backward under `torch.autocast(device, bfloat16)`",
         "on both: the ops that fell back on neuron, and the logits' scaled error (information",
         "only: neuron's autocast follows CUDA's op lists, the CPU's differ).",
+        "*compiled*: the neuron copy wrapped in `torch.compile(model, backend=\"neuron\")`",
+        "(Inductor; AOTAutograd compiles the backward), one forward + backward compared with",
+        "the CPU's *eager* run within the same bounds, from a fresh Dynamo state: *matches*",
+        "(yes only with no fallback op), *graph breaks* (Dynamo's `counters[\"graph_break\"]`",
+        "summed: each break met while tracing; 0 is one whole graph), *fallback ops* (calls,",
+        "counted as above, eager regions between graphs included).",
         "",
         f"**Totals: {n} models; {runs} run, {match} match the CPU, "
-        f"{clean} with zero fallback ops (float32), {clean16} under bfloat16 autocast.**",
+        f"{clean} with zero fallback ops (float32), {clean16} under bfloat16 autocast; "
+        f"compiled: {match_c} match CPU eager with zero fallback ops, {unbroken} with no graph "
+        f"break ({compile_s:.0f} s of first calls, compiles included, from an empty Inductor "
+        f"cache).**",
         "",
-        "| model | runs | matches cpu | logits err | worst grad err | ties lost | fallback ops | time neuron/cpu | bf16 autocast: fallback ops, logits err |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| model | runs | matches cpu | logits err | worst grad err | ties lost | fallback ops | time neuron/cpu | bf16 autocast: fallback ops, logits err | compiled: matches cpu | graph breaks | compiled: fallback ops |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for r in results:
-        fb = ", ".join(f"`{op}` ({count})" for op, count in r.fallback.items()) or "none"
+    for r, c in zip(results, compiled):
+        fb = fallback_ops(r.fallback)
         if not r.runs:
             reason = specs.XFAIL.get(r.name)
             lines.append(f"| {r.name} | error: `{r.error}` | no" + (" (xfail)" if reason else "")
-                         + f" | | | | {fb} | | |")
+                         + f" | | | | {fb} | | | {compiled_cells(c)} |")
             continue
         xfail = specs.XFAIL.get(r.name)
         matches = "yes" if r.matches else "**no**"
@@ -90,13 +121,16 @@ def render(results, repeats, load):
             matches += f" ({r.grad_mismatch})"
         grad = fmt_err(r.grad_err) + (f" `{r.worst_grad}`" if not r.matches else "")
         lines.append(f"| {r.name} | yes | {matches} | {fmt_err(max(r.logits_err, r.loss_err))} | "
-                     f"{grad} | {r.ties_lost} | {fb} | {r.ratio:.2f} | {bf16(r)} |")
+                     f"{grad} | {r.ties_lost} | {fb} | {r.ratio:.2f} | {bf16(r)} | {compiled_cells(c)} |")
     ops = {}
     for r in results:
         for op in r.fallback:
             ops.setdefault(op, []).append(r.name)
         for op in r.bf16_fallback:
             ops.setdefault(op, []).append(r.name + " (bf16)")
+    for c in compiled:
+        for op in c.fallback:
+            ops.setdefault(op, []).append(c.name + " (compiled)")
     lost = [r.name for r in results if r.ties_lost]
     lines += ["", f"Models whose tied parameters `.to(\"neuron\")` untied: {len(lost)} "
               f"({', '.join(lost) or 'none'})."]
@@ -107,12 +141,25 @@ def render(results, repeats, load):
             lines.append(f"| `{op}` | {', '.join(names)} |")
     else:
         lines.append("None: every model runs natively.")
-    bad = [r for r in results if not r.runs or not r.matches]
+    broken = [c for c in compiled if c.graph_breaks]
+    lines += ["", "## Graph breaks under torch.compile", ""]
+    if broken:
+        lines += ["| model | breaks | graphs | reasons (first line of each distinct one) |",
+                  "| --- | --- | --- | --- |"]
+        for c in broken:
+            reasons = "; ".join(f"`{x}`" for x in c.break_reasons)
+            lines.append(f"| {c.name} | {c.graph_breaks} | {c.graphs} | {reasons} |")
+    else:
+        lines.append("None: every model compiles to one graph.")
+    bad = [(r, specs.XFAIL) for r in results if not r.matches]
+    bad += [(c, specs.XFAIL_COMPILED) for c in compiled if not c.passes]
     lines += ["", "## Models that do not run or do not match", ""]
     if bad:
-        for r in bad:
-            reason = specs.XFAIL.get(r.name, "not in XFAIL: a regression")
-            lines.append(f"- **{r.name}**: {r.describe()}. Reason: {reason}")
+        for r, xfails in bad:
+            reason = xfails.get(r.name, "not in XFAIL" + ("_COMPILED" if r.compiled else "")
+                                + ": a regression")
+            lines.append(f"- **{r.name}**{' (compiled)' if r.compiled else ''}: {r.describe()}. "
+                         f"Reason: {reason}")
     else:
         lines.append("None.")
     return "\n".join(lines) + "\n"
@@ -126,15 +173,31 @@ def main(argv=None):
     args = ap.parse_args(argv)
     warnings.simplefilter("ignore")
     chosen = [specs.BY_NAME[n] for n in args.names] if args.names else specs.MODELS
-    results = []
+    results, compiled = [], []
     load = os.getloadavg()[0]
     for spec in chosen:
         r = harness.run(spec, repeats=args.repeats, bf16=True)
         print(("ok   " if r.matches else "FAIL ") + r.describe()
               + (f"; time ratio {r.ratio:.2f}" if r.runs else ""), flush=True)
         results.append(r)
+    # An empty Inductor cache: the compiles cost what they cost on a fresh machine.
+    previous = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    with tempfile.TemporaryDirectory() as cache:
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache
+        for spec in chosen:
+            if spec.name in specs.COMPILE_HANGS:  # its compile would not end
+                c = harness.Result(spec.name, compiled=True, error="not run: its compile does not end")
+            else:
+                c = harness.run(spec, compiled=True)
+            print(("ok   " if c.passes else "FAIL ") + "compiled " + c.describe()
+                  + f"; first call {c.compile_s:.1f} s", flush=True)
+            compiled.append(c)
+    if previous is None:
+        os.environ.pop("TORCHINDUCTOR_CACHE_DIR")
+    else:
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = previous
     with open(args.out, "w") as f:
-        f.write(render(results, args.repeats, load))
+        f.write(render(results, compiled, args.repeats, load))
     print(f"wrote {args.out}")
     return 0
 

@@ -12,7 +12,8 @@ no tokenizer): hidden sizes 16-64, 1-2 layers, a vocabulary of 99 tokens,
   - `loss`:   `loss(logits, generator) -> scalar`, from the logits only.
 
 A model that cannot match the CPU is listed in `XFAIL` (below the table) with
-its reason; the test marks it as a strict xfail.
+its reason; the test marks it as a strict xfail.  `XFAIL_COMPILED` is the same
+for the model under torch.compile (tests/models/test_models_compile.py).
 """
 import dataclasses
 import logging
@@ -278,3 +279,17 @@ assert len(BY_NAME) == len(MODELS), "duplicate model names"
 XFAIL = {
     # mixtral was here (histc on int32): neuron's histc takes integers, as CUDA's
 }
+
+# Models that do not match CPU eager under torch.compile(backend="neuron"), or
+# fall back, with the reason (test_models_compile.py's strict xfails).  (Was
+# here: efficientnet, Inductor's avg_pool2d backward in ceil_mode, worked
+# around for neuron: torch_neuronx/_inductor/workarounds.py F.)
+XFAIL_COMPILED = {
+    "funnel": "upstream Inductor: compiling the backward does not finish (on neuron, "
+              "stopped after 14 min; on cpu the same calls, stopped after 200 s): "
+              "CppKernelProxy's tiling (cpp.py:4135 _select_tiling_indices -> "
+              "sizevars.stride_at) runs sympy.simplify on the index of the relative-position "
+              "shift's gradient, nested ModularIndexing of ~1250 ops, 55 s for one call",
+}
+# XFAIL_COMPILED models whose test is not run (xfail run=False): it would not end.
+COMPILE_HANGS = ("funnel",)

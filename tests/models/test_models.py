@@ -30,13 +30,7 @@ def _quiet():
 
 @pytest.mark.parametrize("spec", [_param(s) for s in specs.MODELS])
 def test_model_matches_cpu(spec):
-    result = harness.run(spec)
-    assert result.runs, getattr(result, "traceback", result.error)
-    assert not result.grad_mismatch, result.describe()
-    assert result.logits_err <= harness.LOGITS_TOL, result.describe()
-    assert result.loss_err <= harness.LOGITS_TOL, result.describe()
-    assert result.grad_err <= harness.GRAD_TOL, result.describe()
-    assert result.ties_lost == 0, result.describe()
+    harness.assert_matches(harness.run(spec))
 
 
 def test_module_to_keeps_tied_parameters():

@@ -64,15 +64,36 @@ class _NonThrowingChecks:
         self.compute.writeline(f'neuron_task::check({cond}, "{msg}");')  # type: ignore[attr-defined]
 
 
+# Upstream asks some questions of these classes by identity, and the answers
+# must be the ones it gets for its own classes:
+# - a tile2d kernel is a vec kernel (CppTile2DKernel(CppVecKernel)):
+#   aggregate_reduction_buffers asserts isinstance(main loop kernel,
+#   vec_kernel_cls) (cpp.py:4746), which a tile2d main loop failed
+#   (AssertionError in vit, swin, convnext, ... backward graphs);
+# - the scalar kernel is `type(self) is CppKernel` in codegen_conditions
+#   (cpp.py:2690, which then narrows the condition on an inner variable the
+#   kernel covers whole to that variable's first step), which no subclass is.
+
+
 class NeuronCppKernel(_NonThrowingChecks, CppKernel):
-    pass
+    def codegen_conditions(self, *args, **kwargs):
+        # The scalar kernel's conditions, as upstream writes them for
+        # CppKernel: asked while this object is one (same layout, no state).
+        self.__class__ = CppKernel
+        try:
+            return CppKernel.codegen_conditions(self, *args, **kwargs)
+        finally:
+            self.__class__ = NeuronCppKernel
 
 
 class NeuronCppVecKernel(_NonThrowingChecks, CppVecKernel):
     pass
 
 
-class NeuronCppTile2DKernel(_NonThrowingChecks, CppTile2DKernel):
+class NeuronCppTile2DKernel(CppTile2DKernel, NeuronCppVecKernel):
+    # MRO: CppTile2DKernel, NeuronCppVecKernel, _NonThrowingChecks,
+    # CppVecKernel: the tile's own methods, then the checks (it defines none
+    # of check_bounds, assert_function, device_assert_async).
     pass
 
 

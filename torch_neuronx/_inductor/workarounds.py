@@ -1,5 +1,6 @@
 """Three torch 2.13 Inductor assumptions that do not hold for a C++-codegen
-device other than "cpu" or a GPU, worked around for neuron only.
+device other than "cpu" or a GPU, and one wrong lowering, worked around for
+neuron only.
 
 All are installed once by ``install()``; each wrapper checks that the
 device is neuron and otherwise calls the upstream function unchanged, so CPU
@@ -39,6 +40,17 @@ E. User streams in a graph (Dynamo traces ``with torch.neuron.stream(s)``)
    no other use for a device guard (allocations and launches carry the
    device index), so ``device_need_guard`` holds for neuron exactly when the
    graph has nodes on user streams.  Rebound in utils and scheduler.
+
+F. The ``avg_pool2d_backward`` lowering (lowering.py:6606) divides by
+   ``kernel_h * kernel_w`` whenever ``count_include_pad``, but ATen divides
+   by the window clipped to the input + padding, which is smaller for the
+   windows ``ceil_mode`` adds past the input: ``avg_pool2d(x, 3,
+   ceil_mode=True)`` on a 2x2 map has gradient 1/4, the lowering gives 1/9
+   (CPU graphs too).  EfficientNet's AvgPool2d(320, ceil_mode=True) made
+   every gradient of tests/models' efficientnet 25600x too small.  For
+   neuron, that case is the upstream lowering's own extern call
+   (``fallback_avg_pool2d_backward``: the device's avg_pool2d_backward
+   kernel, not the CPU fallback).
 """
 from __future__ import annotations
 
@@ -127,10 +139,34 @@ def _install_e() -> None:
             module.device_need_guard = device_need_guard
 
 
+def _install_f() -> None:
+    import torch
+    import torch._inductor.lowering as lowering
+
+    op = torch.ops.aten.avg_pool2d_backward.default
+    upstream = lowering.lowerings[op]
+    if getattr(upstream, "_neuron_workaround", False):
+        return
+
+    @functools.wraps(upstream)
+    def avg_pool2d_backward(grad_output, x, kernel_size, stride, padding, ceil_mode,
+                            count_include_pad, divisor_override=None):
+        args = (grad_output, x, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                divisor_override)
+        if (ceil_mode and count_include_pad and divisor_override is None
+                and _is_neuron_node(grad_output)):
+            return lowering.fallback_avg_pool2d_backward(*args)
+        return upstream(*args)
+
+    avg_pool2d_backward._neuron_workaround = True  # type: ignore[attr-defined]
+    lowering.lowerings[op] = avg_pool2d_backward
+
+
 def install() -> None:
     global _installed
     if not _installed:
         _install_a()
         _install_c()
         _install_e()
+        _install_f()
         _installed = True
