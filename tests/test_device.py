@@ -58,6 +58,17 @@ def test_device_count_from_environment():
     assert out.split() == ["5", "5", "neuron:4"]
 
 
+def test_kernel_isa_names_the_level_and_follows_the_cap():
+    import torch_neuronx
+    order = ["portable", "avx2", "avx512"]
+    assert torch_neuronx.kernel_isa() in order
+    isa = {cap: check_python("import torch_neuronx; print(torch_neuronx.kernel_isa())",
+                             env={"TORCHNEURON_ISA": cap}).strip() for cap in order}
+    best = isa["avx512"]  # the highest cap: what this CPU has
+    for cap in order:  # the cap or the CPU's best, whichever is lower
+        assert isa[cap] == order[min(order.index(cap), order.index(best))], isa
+
+
 def test_set_device_moves_the_default_index():
     assert torch.neuron.current_device() == 0
     torch.neuron.set_device(1)
