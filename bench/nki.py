@@ -51,15 +51,9 @@ def row(name, nki_s, ref_s, ratio, target, unit="ratio"):
 
 
 def header():
-    model = "unknown"
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
+    # the CPU, torch's threads and the ISAs: main() printed machine() already
     isa = {0: "portable", 1: "avx2", 2: "avx512"}.get(build.runtime_symbols()[1], "?")
-    print(f"CPU: {model}; kernels' ISA: {isa}; compute pool {torch_neuronx._C._compute_threads()} "
-          f"threads, torch intra-op {torch.get_num_threads()} threads; "
+    print(f"NKI kernels' ISA: {isa}; compute pool {torch_neuronx._C._compute_threads()} threads; "
           f"compiler: {(build.compiler() or ('none', 'none'))[1]}")
     print(f"{'case':44s} {'nki ms':>10s} {'ref ms':>10s} {'ratio':>9s} {'target':>7s}")
 

@@ -106,6 +106,10 @@ typedef struct fuse_group {
 bool nrt_fusion_plan(fuse_group *g, nrt_exec_ctx *ctx, const nrt_task *ring, unsigned ring_size,
                      uint64_t head, uint64_t queued);
 
+/* fusion_plan.c: tile t's first element (idx, one per dim) and its
+ * length along the split dim (the group's numel when it is one tile). */
+int64_t nrt_fusion_tile_origin(const fuse_group *g, int64_t t, int64_t *idx);
+
 /* fusion_rows.c: whether the group may run in rows (members' row loops
  * captured by the caller), and one tile of it in rows. */
 bool nrt_fusion_rows_ok(const fuse_group *g);

@@ -56,19 +56,8 @@ void nrt_fusion_stats_reset(void) {
  * device scalar), the split dim narrowed, outer dims one element. */
 static void narrow(const fuse_group *g, const fuse_member *m, nrt_task *tt,
                    const unsigned char *scratch, const size_t *slot_offset, int64_t t) {
-  int64_t idx[NRT_MAX_DIMS] = {0};
-  int64_t len = g->numel;
-  if (g->split >= 0) {
-    const int64_t chunk = t % g->n_chunks;
-    int64_t outer = t / g->n_chunks;
-    for (int d = g->split - 1; d >= 0; d--) {
-      idx[d] = outer % g->sizes[d];
-      outer /= g->sizes[d];
-    }
-    idx[g->split] = chunk * g->chunk;
-    len = g->sizes[g->split] - idx[g->split];
-    if (len > g->chunk) len = g->chunk;
-  }
+  int64_t idx[NRT_MAX_DIMS];
+  const int64_t len = nrt_fusion_tile_origin(g, t, idx);
   for (int k = 0; k < tt->n_operands; k++) {
     nrt_operand *o = &tt->operands[k];
     const nrt_operand *full = &m->ops[k];

@@ -429,6 +429,19 @@ static void cut_tiles(fuse_group *g) {
   g->n_tiles = outer * g->n_chunks;
 }
 
+int64_t nrt_fusion_tile_origin(const fuse_group *g, int64_t t, int64_t *idx) {
+  for (int d = 0; d < g->ndim; d++) idx[d] = 0;
+  if (g->split < 0) return g->numel;
+  int64_t outer = t / g->n_chunks;
+  for (int d = g->split - 1; d >= 0; d--) {
+    idx[d] = outer % g->sizes[d];
+    outer /= g->sizes[d];
+  }
+  idx[g->split] = (t % g->n_chunks) * g->chunk;
+  const int64_t left = g->sizes[g->split] - idx[g->split];
+  return left < g->chunk ? left : g->chunk;
+}
+
 /* Runs the constants' fills and asks each member's kernel about its
  * descriptor (an empty tile), in order; the group ends before the first
  * task that fails either. */

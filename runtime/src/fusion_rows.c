@@ -46,34 +46,29 @@ static void run_row(const fuse_group *g, const nrt_row_entry *entries, const int
   }
 }
 
+/* Elements [from, to) of the inner dim at idx, in rows of FUSE_ROW_ELEMENTS. */
+static void run_span(const fuse_group *g, const nrt_row_entry *entries, const int64_t *idx,
+                     int64_t from, int64_t to, unsigned char *scratch, const size_t *slot_offset) {
+  for (int64_t j = from; j < to; j += FUSE_ROW_ELEMENTS)
+    run_row(g, entries, idx, j, to - j < FUSE_ROW_ELEMENTS ? to - j : FUSE_ROW_ELEMENTS, scratch,
+            slot_offset);
+}
+
 void nrt_fusion_run_rows(const fuse_group *g, const nrt_row_entry *entries, int64_t t,
                          unsigned char *scratch, const size_t *slot_offset) {
   const int inner = g->ndim - 1;
   /* the tile: dims before split at one index, split in [lo, hi), the rest whole */
-  int64_t idx[NRT_MAX_DIMS] = {0}, lo = 0, hi = 0;
-  if (g->split >= 0) {
-    int64_t outer = t / g->n_chunks;
-    for (int d = g->split - 1; d >= 0; d--) {
-      idx[d] = outer % g->sizes[d];
-      outer /= g->sizes[d];
-    }
-    lo = (t % g->n_chunks) * g->chunk;
-    hi = lo + g->chunk < g->sizes[g->split] ? lo + g->chunk : g->sizes[g->split];
-  }
+  int64_t idx[NRT_MAX_DIMS];
+  const int64_t len = nrt_fusion_tile_origin(g, t, idx);
+  const int64_t lo = g->split >= 0 ? idx[g->split] : 0, hi = lo + len;
   if (g->split == inner) { /* one row, a range of the inner dim */
-    for (int64_t j = lo; j < hi; j += FUSE_ROW_ELEMENTS)
-      run_row(g, entries, idx, j, hi - j < FUSE_ROW_ELEMENTS ? hi - j : FUSE_ROW_ELEMENTS, scratch,
-              slot_offset);
+    run_span(g, entries, idx, lo, hi, scratch, slot_offset);
     return;
   }
   /* whole rows: walk dims [first, inner) of the tile, carrying */
   const int first = g->split >= 0 ? g->split : 0;
-  if (g->split >= 0) idx[first] = lo;
-  const int64_t len = g->sizes[inner];
   for (;;) {
-    for (int64_t j = 0; j < len; j += FUSE_ROW_ELEMENTS)
-      run_row(g, entries, idx, j, len - j < FUSE_ROW_ELEMENTS ? len - j : FUSE_ROW_ELEMENTS, scratch,
-              slot_offset);
+    run_span(g, entries, idx, 0, g->sizes[inner], scratch, slot_offset);
     int d = inner - 1;
     for (; d >= first; d--) {
       const int64_t end = d == g->split ? hi : g->sizes[d];

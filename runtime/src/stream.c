@@ -70,20 +70,24 @@ nrt_status nrt_kernel_register(uint32_t id, const char *name, nrt_kernel_fn fn) 
   return st;
 }
 
-nrt_status nrt_kernel_set_fusion(uint32_t id, nrt_fuse_classify_fn fn) {
+/* The per-id tables beside the executors take user ids only. */
+static nrt_status check_user_id(uint32_t id) {
   if (id < NRT_KERNEL_FIRST_USER || id >= NRT_KERNEL_MAX)
     return nrt_fail(NRT_ERROR_INVALID_ARGUMENT, "kernel id %u is outside [%d, %d)", id,
                     NRT_KERNEL_FIRST_USER, NRT_KERNEL_MAX);
-  atomic_store(&fusion_table[id], fn);
   return NRT_SUCCESS;
 }
 
+nrt_status nrt_kernel_set_fusion(uint32_t id, nrt_fuse_classify_fn fn) {
+  nrt_status st = check_user_id(id);
+  if (st == NRT_SUCCESS) atomic_store(&fusion_table[id], fn);
+  return st;
+}
+
 nrt_status nrt_kernel_set_row_capture(uint32_t id, nrt_row_capture_fn fn) {
-  if (id < NRT_KERNEL_FIRST_USER || id >= NRT_KERNEL_MAX)
-    return nrt_fail(NRT_ERROR_INVALID_ARGUMENT, "kernel id %u is outside [%d, %d)", id,
-                    NRT_KERNEL_FIRST_USER, NRT_KERNEL_MAX);
-  atomic_store(&row_capture_table[id], fn);
-  return NRT_SUCCESS;
+  nrt_status st = check_user_id(id);
+  if (st == NRT_SUCCESS) atomic_store(&row_capture_table[id], fn);
+  return st;
 }
 
 nrt_row_capture_fn nrt_kernel_row_capture_of(uint32_t id) {

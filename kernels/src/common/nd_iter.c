@@ -199,13 +199,19 @@ void nk_for_each_float(const nrt_operand *operands, int n_operands, nk_loop_fn l
   nk_for_each_float_raw(operands, n_operands, loop, NULL, ctx);
 }
 
-void nk_for_each_float_raw(const nrt_operand *operands, int n_operands, nk_loop_fn loop,
-                           nk_raw_row_fn raw, void *ctx) {
+static float_rows make_float_rows(const nrt_operand *operands, int n_operands, nk_loop_fn loop,
+                                  nk_raw_row_fn raw, void *ctx) {
   float_rows f = {loop, raw, ctx, n_operands, false, {NRT_FLOAT32}};
   for (int k = 0; k < n_operands; k++) {
     f.dtype[k] = (nrt_dtype)operands[k].dtype;
     f.any_half |= is_half(f.dtype[k]);
   }
+  return f;
+}
+
+void nk_for_each_float_raw(const nrt_operand *operands, int n_operands, nk_loop_fn loop,
+                           nk_raw_row_fn raw, void *ctx) {
+  float_rows f = make_float_rows(operands, n_operands, loop, raw, ctx);
   nk_for_each(operands, n_operands, float_rows_loop, &f);
 }
 
@@ -275,21 +281,13 @@ void nk_for_each_float_plan(const nrt_operand *operands, int n_operands, nk_loop
   }
   /* the adapter's state first, then the kernel's plan, which it points at */
   const size_t skip = (sizeof(float_rows) + 15) & ~(size_t)15;
-  float_rows f = {loop, raw, NULL, n_operands, false, {NRT_FLOAT32}};
-  if (!nk_float_rows_ok(operands, n_operands)) {
-    capturing->refused = true;
-    return;
-  }
-  for (int k = 0; k < n_operands; k++) {
-    f.dtype[k] = (nrt_dtype)operands[k].dtype;
-    f.any_half |= is_half(f.dtype[k]);
-  }
   nrt_row_entry *e = capturing->entry;
-  if (!record(operands, n_operands, float_rows_loop, plan, plan_size, skip)) {
+  if (!nk_float_rows_ok(operands, n_operands) ||
+      !record(operands, n_operands, float_rows_loop, plan, plan_size, skip)) {
     capturing->refused = true;
     return;
   }
-  f.ctx = (unsigned char *)e->storage + skip;
+  float_rows f = make_float_rows(operands, n_operands, loop, raw, (unsigned char *)e->storage + skip);
   memcpy(e->storage, &f, sizeof f);
   e->ctx = e->storage;
 }
