@@ -6,7 +6,10 @@ pool and the device's compute pool both default to the core count):
   - compiled neuron (`torch.compile`, Inductor with the neuron backend),
   - compiled CPU (`torch.compile`, Inductor's own CPU backend),
 the median time of one call (a call = the case's unit of work, the device
-synchronised before each timer stops) over --repeats calls after warm-up.
+synchronised before each timer stops) over --repeats calls after warm-up,
+the three columns taking turns in --rounds blocks (an example's training
+loop: a block is a loop of --repeats steps), so that a slow phase of a noisy
+machine falls on every column alike.
 Printed: the three times, the ratios  inductor_cpu / compiled_neuron  and
 eager_neuron / compiled_neuron  (> 1: compiled neuron is faster), and the
 compile time of each compiled side, cold (first call with an empty Inductor
@@ -134,12 +137,14 @@ def example_step(name):
     return ("loop", module, build)
 
 
-def timed_loop(case, device, repeats, compile_model):
-    """(median step time, first step time) of the example's loop."""
+def timed_loop(case, device, repeats, compile_model=False, model=None):
+    """(median step time, first step time) of the example's loop, with a new
+    model (compiled or not) or the given one."""
     _, module, build = case
-    model = build()
-    if compile_model:
-        model = torch.compile(model)
+    if model is None:
+        model = build()
+        if compile_model:
+            model = torch.compile(model)
     marks = []
 
     def on_step(step, loss):
@@ -206,6 +211,15 @@ def cases(quick):
 
 
 # ------------------------------------------------------------------ timing
+# The machine is noisy (other tenants, frequency changes): a slow phase that
+# covers one column's whole block of calls skews a ratio by tens of percent.
+# So the columns take turns, in --rounds blocks each (eager neuron, compiled
+# neuron, Inductor CPU, then again), and each column's figure is the median
+# of all its calls.  Blocks rather than single calls in turn: a call right
+# after another column's finds the caches full of that column's data and
+# that side's thread team still spinning (measured: LayerNorm 1024x1024
+# called in strict alternation reads 0.70 ms on neuron and 0.54 ms on the CPU,
+# 0.43 and 0.42 ms each alone), so each block starts with an untimed call.
 
 def timed_call(run, f, device):
     start = time.perf_counter()
@@ -214,30 +228,47 @@ def timed_call(run, f, device):
     return time.perf_counter() - start
 
 
-def median_time(run, f, device, repeats, warmup=2):
-    for _ in range(warmup):
-        timed_call(run, f, device)
-    return statistics.median(timed_call(run, f, device) for _ in range(repeats))
-
-
-def compiled(make, device, repeats):
-    """(median call time, cold compile s, warm compile s) of the compiled case.
-    Compile time = the first call's time less a steady call's."""
+def compile_times(make, device, repeats):
+    """(cold s, warm s, steady callable) for one compiled side: the first
+    call's time with an empty cache, then after torch._dynamo.reset() with
+    the caches warm; compile time = that call's time less a steady call's
+    (estimated from a few calls after it).  The warm compiled function is
+    kept for the timed rounds."""
     if isinstance(make, tuple):  # an example's loop
-        _, cold = timed_loop(make, device, repeats, True)
+        _, cold = timed_loop(make, device, 3, True)
         torch._dynamo.reset()
-        t, warm = timed_loop(make, device, repeats, True)
-        torch._dynamo.reset()
-        return t, max(cold - t, 0.0), max(warm - t, 0.0)
+        model = make[2]()
+        model = torch.compile(model)
+        t, warm = timed_loop(make, device, 3, model=model)
+        return max(cold - t, 0.0), max(warm - t, 0.0), model
     run, target = make(device)
     cold = timed_call(run, torch.compile(target), device)
     torch._dynamo.reset()
     run, target = make(device)
     f = torch.compile(target)
     warm = timed_call(run, f, device)
-    t = median_time(run, f, device, repeats)
-    torch._dynamo.reset()
-    return t, max(cold - t, 0.0), max(warm - t, 0.0)
+    steady = statistics.median(timed_call(run, f, device) for _ in range(3))
+    return max(cold - steady, 0.0), max(warm - steady, 0.0), (run, f)
+
+
+def interleaved(sides, repeats, rounds, loop):
+    """Median time of each side over `rounds` blocks in turn.  sides: name ->
+    (device, (run, f)) for calls (a block: one untimed call, then about
+    repeats/rounds timed ones), or name -> (device, (case, model)) for an
+    example's loop (loop=True; a block: a loop of `repeats` steps, which
+    times its own steady steps)."""
+    times = {name: [] for name in sides}
+    per_block = max(1, -(-repeats // rounds))
+    for _ in range(rounds):
+        for name, (device, unit) in sides.items():
+            if loop:
+                case, model = unit
+                times[name].append(timed_loop(case, device, repeats, model=model)[0])
+                continue
+            run, f = unit
+            timed_call(run, f, device)
+            times[name].extend(timed_call(run, f, device) for _ in range(per_block))
+    return {name: statistics.median(ts) for name, ts in times.items()}
 
 
 def main():
@@ -246,6 +277,8 @@ def main():
     p.add_argument("--quick", action="store_true", help="smaller shapes, fewer repeats")
     p.add_argument("--repeats", type=int, default=None)
     p.add_argument("--only", default="", help="keep the cases whose name contains this")
+    p.add_argument("--rounds", type=int, default=3,
+                   help="blocks per column, taken in turn (see 'timing')")
     a = p.parse_args()
     repeats = a.repeats or (5 if a.quick else 15)
     neuron, cpu = torch.device("neuron"), torch.device("cpu")
@@ -262,16 +295,20 @@ def main():
     for name, make in cases(a.quick):
         if a.only not in name:
             continue
+        cold_n, warm_n, comp_n = compile_times(make, neuron, repeats)
+        cold_c, warm_c, comp_c = compile_times(make, cpu, repeats)
         if isinstance(make, tuple):
-            eager = timed_loop(make, neuron, repeats, False)[0]
+            sides = {"eager": (neuron, (make, make[2]())), "neuron": (neuron, (make, comp_n)),
+                     "cpu": (cpu, (make, comp_c))}
         else:
-            run, target = make(neuron)
-            eager = median_time(run, target, neuron, repeats)
-        comp, cold_n, warm_n = compiled(make, neuron, repeats)
-        ind, cold_c, warm_c = compiled(make, cpu, repeats)
+            sides = {"eager": (neuron, make(neuron)), "neuron": (neuron, comp_n),
+                     "cpu": (cpu, comp_c)}
+        t = interleaved(sides, repeats, a.rounds, isinstance(make, tuple))
+        eager, comp, ind = t["eager"], t["neuron"], t["cpu"]
         print(f"{name:34} {eager * 1e3:8.2f}ms {comp * 1e3:8.2f}ms {ind * 1e3:8.2f}ms "
               f"{ind / comp:7.2f}x {eager / comp:7.2f}x  {cold_n:13.1f} / {warm_n:5.1f}      "
               f"{cold_c:5.1f} / {warm_c:4.1f}", flush=True)
+        torch._dynamo.reset()
     fallbacks = torch_neuronx._C.fallback_stats()
     print("ops that fell back to the CPU on neuron: " + (", ".join(sorted(fallbacks)) or "none"))
 

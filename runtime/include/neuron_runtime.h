@@ -437,6 +437,17 @@ typedef void (*nrt_range_fn)(void *arg, int64_t begin, int64_t end, int worker);
 void nrt_parallel_for(int64_t n, int64_t grain, nrt_range_fn fn, void *arg);
 int nrt_compute_threads(void);
 
+/* A team: fn(arg, member, size) runs on `size` threads at once, members
+ * 0..size-1 (the caller is member 0), so members may wait for each other
+ * (barriers): the OpenMP model, which the kernels torch.compile generates
+ * are written for.  1 <= size <= min(want, nrt_compute_threads()); size is
+ * fixed before any member starts.  The pool's helpers that arrive within a
+ * short wait join; a team of 1 when the pool is busy (another stream's
+ * region) or the caller is inside a region.  Returns when every member has
+ * returned. */
+typedef void (*nrt_team_fn)(void *arg, int member, int size);
+void nrt_parallel_team(int want, nrt_team_fn fn, void *arg);
+
 /* ------------------------------------------------------------------ tracing */
 
 typedef struct nrt_trace_record {

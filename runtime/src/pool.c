@@ -27,7 +27,10 @@
  * for joined helpers to finish before it sleeps.  The polls yield the core
  * every 64 rounds (nrt_spin_yield), so a spinner never holds off a
  * runnable thread for its whole spin.  Generation changes and
- * the sleeper count are both under wake_lock, so a wake-up is never lost. */
+ * the sleeper count are both under wake_lock, so a wake-up is never lost.
+ *
+ * Team regions (nrt_parallel_team, at the end) share the helpers, the
+ * region lock and the wake-up, but run one member per thread at once. */
 #include "internal.h"
 
 #define SPIN_NS 30000u
@@ -43,10 +46,14 @@ static int sleeping_helpers;        /* under wake_lock */
 static _Thread_local int in_region;
 
 static struct {
-  nrt_range_fn fn;
+  nrt_range_fn fn;   /* a range region (nrt_parallel_for), or */
+  nrt_team_fn team;  /* a team region (nrt_parallel_team)     */
   void *arg;
   int64_t n, chunk;
   _Atomic int64_t next;
+  int team_want;
+  atomic_int members;   /* team seats taken, the caller's included; -1: closed */
+  atomic_int team_size; /* 0 until the caller fixes it */
   atomic_int joined; /* helpers inside the current region */
   atomic_int closed; /* every chunk is claimed: no one may join */
 } job = {.closed = 1};
@@ -90,6 +97,18 @@ static int helpers_done(void *unused) {
   return atomic_load(&job.joined) == 0;
 }
 
+/* A helper takes a free seat of the team being formed, if any, and runs
+ * its member once the caller has fixed the team's size. */
+static void join_team(void) {
+  int seat = atomic_load(&job.members);
+  do {
+    if (seat < 0 || seat >= job.team_want) return; /* closed, or full */
+  } while (!atomic_compare_exchange_weak(&job.members, &seat, seat + 1));
+  int size;
+  while ((size = atomic_load(&job.team_size)) == 0) nrt_cpu_relax();
+  job.team(job.arg, seat, size);
+}
+
 static void *helper_main(void *arg) {
   int worker = (int)(intptr_t)arg;
   uint64_t seen = 0;
@@ -104,7 +123,10 @@ static void *helper_main(void *arg) {
     }
     seen = atomic_load(&generation);
     atomic_fetch_add(&job.joined, 1);
-    if (!atomic_load(&job.closed)) run_chunks(worker);
+    if (!atomic_load(&job.closed)) {
+      if (job.team) join_team();
+      else run_chunks(worker);
+    }
     if (atomic_fetch_sub(&job.joined, 1) == 1 && atomic_load(&job.closed)) {
       pthread_mutex_lock(&wake_lock);
       pthread_cond_signal(&done_cv);
@@ -139,6 +161,7 @@ void nrt_parallel_for(int64_t n, int64_t grain, nrt_range_fn fn, void *arg) {
   const int64_t pieces = (int64_t)helpers * POOL_CHUNKS_PER_THREAD;
   int64_t per = n / pieces + (n % pieces != 0);
   job.fn = fn;
+  job.team = NULL;
   job.arg = arg;
   job.n = n;
   job.chunk = per > grain ? per : grain;
@@ -159,5 +182,68 @@ void nrt_parallel_for(int64_t n, int64_t grain, nrt_range_fn fn, void *arg) {
     while (!helpers_done(NULL)) pthread_cond_wait(&done_cv, &wake_lock);
     pthread_mutex_unlock(&wake_lock);
   }
+  pthread_mutex_unlock(&region_lock);
+}
+
+/* Team regions.  A member may wait for the others, so every member must be
+ * running: seats go to the helpers that arrive while the caller waits (up
+ * to TEAM_WAIT_NS, which a spinning helper beats by far and a sleeping one
+ * by its wake-up time), then the caller closes the seats (members = -1:
+ * a later helper leaves) and publishes the size.  A helper in the team is
+ * one of this pool's, which the region lock keeps from any other region,
+ * so it never waits for work of its own: no deadlock. */
+#define TEAM_WAIT_NS 200000u
+
+static int team_full(void *unused) {
+  (void)unused;
+  return atomic_load(&job.members) >= job.team_want;
+}
+
+void nrt_parallel_team(int want, nrt_team_fn fn, void *arg) {
+  if (!fn) return;
+  nrt_ensure_init();
+  if (want > n_threads) want = n_threads;
+  if (want <= 1 || in_region || pthread_mutex_trylock(&region_lock) != 0) {
+    fn(arg, 0, 1);
+    return;
+  }
+  if (!helpers) helpers = start_helpers();
+  if (want > helpers) want = helpers;
+  if (want <= 1) {
+    pthread_mutex_unlock(&region_lock);
+    fn(arg, 0, 1);
+    return;
+  }
+  job.fn = NULL;
+  job.team = fn;
+  job.arg = arg;
+  job.team_want = want;
+  atomic_store(&job.members, 1); /* seat 0: the caller */
+  atomic_store(&job.team_size, 0);
+  atomic_store(&job.closed, 0);
+  pthread_mutex_lock(&wake_lock);
+  atomic_fetch_add(&generation, 1);
+  if (sleeping_helpers) pthread_cond_broadcast(&wake_cv);
+  pthread_mutex_unlock(&wake_lock);
+  const uint64_t until = nrt_now_ns() + TEAM_WAIT_NS;
+  for (unsigned i = 0; !team_full(NULL); i++) {
+    if ((i & 63) == 63) {
+      if (nrt_now_ns() > until) break;
+      nrt_spin_yield();
+    }
+    nrt_cpu_relax();
+  }
+  const int size = atomic_exchange(&job.members, -1);
+  atomic_store(&job.team_size, size);
+  in_region = 1;
+  fn(arg, 0, size);
+  in_region = 0;
+  atomic_store(&job.closed, 1);
+  if (!spin_until(helpers_done, NULL)) {
+    pthread_mutex_lock(&wake_lock);
+    while (!helpers_done(NULL)) pthread_cond_wait(&done_cv, &wake_lock);
+    pthread_mutex_unlock(&wake_lock);
+  }
+  job.team = NULL;
   pthread_mutex_unlock(&region_lock);
 }

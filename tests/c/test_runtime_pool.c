@@ -1,8 +1,12 @@
 /* The compute pool: every index exactly once, chunks at least grain long,
  * worker indexes in range, inline cases, nesting, concurrent callers (host
- * threads and stream workers) without deadlock. */
+ * threads and stream workers) without deadlock.  Teams: every member once,
+ * all members running at once (a barrier between them completes), the size
+ * bounded by the request, a team of 1 inside a region, concurrent teams and
+ * ranges without deadlock. */
 #define _GNU_SOURCE /* setenv */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,6 +146,94 @@ static void test_concurrent(void) {
   }
 }
 
+/* ---------------------------------------------------------------- teams */
+
+typedef struct team_probe {
+  atomic_int size_seen, bad, arrived, ran;
+  atomic_int members_seen; /* bit per member */
+  int rounds;              /* barriers to pass */
+} team_probe;
+
+/* A central barrier over the team (as compiled kernels' GOMP_barrier):
+ * completes only when all `size` members run at once. */
+static void team_fn(void *arg, int member, int size) {
+  team_probe *p = arg;
+  int expected = 0;
+  if (!atomic_compare_exchange_strong(&p->size_seen, &expected, size) && expected != size)
+    atomic_fetch_add(&p->bad, 1);
+  if (member < 0 || member >= size) atomic_fetch_add(&p->bad, 1);
+  else atomic_fetch_or(&p->members_seen, 1 << member);
+  atomic_fetch_add(&p->ran, 1);
+  for (int r = 1; r <= p->rounds; r++) {
+    atomic_fetch_add(&p->arrived, 1);
+    while (atomic_load(&p->arrived) < r * size) sched_yield(); /* 4 members, 2 cores */
+  }
+}
+
+static int team_ok(team_probe *p, int want) {
+  const int size = atomic_load(&p->size_seen);
+  return !atomic_load(&p->bad) && size >= 1 && size <= want && atomic_load(&p->ran) == size &&
+         atomic_load(&p->members_seen) == (1 << size) - 1 &&
+         atomic_load(&p->arrived) == p->rounds * size;
+}
+
+static void test_team(void) {
+  int full = 0;
+  for (int want = 0; want <= THREADS + 2; want++) {
+    for (int r = 0; r < 20; r++) {
+      team_probe p = {.rounds = 5};
+      nrt_parallel_team(want, team_fn, &p);
+      CHECK(team_ok(&p, want < 1 ? 1 : want));
+      full += want == THREADS && atomic_load(&p.size_seen) == THREADS;
+    }
+  }
+  /* helpers are idle here and arrive well within the wait: most teams are
+   * whole (not all: the OS may run a helper late) */
+  CHECK(full > 0);
+}
+
+static void team_in_range_fn(void *arg, int64_t b, int64_t e, int worker) {
+  (void)worker;
+  team_probe *probes = arg;
+  for (int64_t i = b; i < e; i++) nrt_parallel_team(THREADS, team_fn, &probes[i]);
+}
+
+/* Inside a range region a team is the calling thread alone. */
+static void test_team_nested(void) {
+  team_probe probes[16] = {{0}};
+  for (int i = 0; i < 16; i++) probes[i].rounds = 3;
+  nrt_parallel_for(16, 1, team_in_range_fn, probes);
+  for (int i = 0; i < 16; i++) CHECK(team_ok(&probes[i], 1) && atomic_load(&probes[i].size_seen) == 1);
+}
+
+static void *team_caller_main(void *arg) {
+  (void)arg;
+  int ok = 1;
+  for (int r = 0; r < 200; r++) {
+    team_probe p = {.rounds = 2};
+    nrt_parallel_team(THREADS, team_fn, &p);
+    ok &= team_ok(&p, THREADS);
+  }
+  return (void *)(intptr_t)ok;
+}
+
+/* Teams and ranges from several threads at once: every team is whole in
+ * its own right (members all ran, barriers passed), nobody waits forever. */
+static void test_team_concurrent(void) {
+  enum { TEAMS = 3 };
+  pthread_t th[TEAMS];
+  for (int i = 0; i < TEAMS; i++) pthread_create(&th[i], NULL, team_caller_main, NULL);
+  coverage *c = coverage_new(30000, 100);
+  caller_main(c);
+  for (int i = 0; i < TEAMS; i++) {
+    void *ok;
+    pthread_join(th[i], &ok);
+    CHECK(ok == (void *)1);
+  }
+  CHECK(coverage_ok(c, 50));
+  coverage_free(c);
+}
+
 int main(void) {
   setenv("TORCHNEURON_NUM_THREADS", "4", 1);
   setenv("TORCHNEURON_HBM_SIZE", "64M", 1);
@@ -150,5 +242,8 @@ int main(void) {
   test_cover();
   test_nested();
   test_concurrent();
+  test_team();
+  test_team_nested();
+  test_team_concurrent();
   return CHECK_SUMMARY();
 }

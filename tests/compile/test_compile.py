@@ -498,7 +498,85 @@ def hand_written_kernel(name, arg_types, body):
            f'extern "C" void kernel({params}) {{ {body} }}\n')
     lib = CppCodeCache.load(wrap_source(src, arg_types))
     entry = ctypes.cast(lib.neuron_entry, ctypes.c_void_p).value
-    return torch_neuronx._C._compiled_kernel(entry, name, arg_kinds(arg_types))
+    try:
+        bind = ctypes.cast(lib.neuron_bind_team, ctypes.c_void_p).value
+    except AttributeError:
+        bind = 0
+    return torch_neuronx._C._compiled_kernel(entry, name, arg_kinds(arg_types), bind)
+
+
+def test_openmp_regions_are_compute_pool_teams():
+    """A kernel's OpenMP constructs (parallel, for, single, barrier, the
+    thread number and count) run on the compute pool's threads: every
+    iteration once, each `single` once, barriers hold, per-thread buffers
+    combine, and the team is the pool's size (torch_neuronx/_inductor/
+    omp_team.py)."""
+    threads = torch_neuronx._C._compute_threads()
+    kernel = hand_written_kernel(
+        "test_team", ["int64_t*", "const int64_t"],
+        """
+        int64_t* out = a0;  // [size, singles, total, items[n]], then per-thread partials
+        #pragma omp parallel num_threads(4)
+        {
+            int tid = omp_get_thread_num();
+            int64_t local = 0;
+            #pragma omp single
+            { out[0] = omp_get_num_threads(); }
+            #pragma omp for
+            for (int64_t i = 0; i < a1; ++i) { out[3 + i] += 2 * i + 1; local += i; }
+            out[3 + a1 + tid] = local;
+            #pragma omp barrier
+            #pragma omp single
+            {
+                for (int t = 0; t < omp_get_num_threads(); ++t) out[2] += out[3 + a1 + t];
+            }
+            #pragma omp single nowait
+            { __atomic_fetch_add(&out[1], 1, __ATOMIC_RELAXED); }
+            #pragma omp single
+            { __atomic_fetch_add(&out[1], 1, __ATOMIC_RELAXED); }
+        }
+        """)
+    n = 10007
+    sizes = []
+    for _ in range(30):
+        out = torch.zeros(3 + n + 4, dtype=torch.int64, device="neuron")
+        torch_neuronx._C._neuron_launch(kernel, 0, out, n)
+        got = out.cpu()
+        size = int(got[0])
+        sizes.append(size)
+        assert 1 <= size <= min(4, threads)
+        assert int(got[1]) == 2  # each single ran once
+        assert int(got[2]) == n * (n - 1) // 2
+        assert torch.equal(got[3:3 + n], 2 * torch.arange(n) + 1)
+    if threads > 1:  # the pool's helper joins (it may miss a few)
+        assert max(sizes) == min(4, threads), sizes
+
+
+def test_compiled_kernels_do_not_use_libgomp():
+    """The generated kernel libraries bind no OpenMP runtime symbol: their
+    regions cannot start a thread team beside the compute pool."""
+    import shutil
+    import subprocess
+
+    from torch._inductor.codecache import CppCodeCache
+
+    def f(x):
+        return (x - x.amax(-1, keepdim=True)).exp().sum(-1)
+
+    x = torch.randn(256, 512)
+    assert_same(torch.compile(f)(x.to("neuron")), f(x), rtol=1e-5, atol=1e-5)
+    nm = shutil.which("nm")
+    assert nm is not None, "binutils (nm) comes with the C compiler Inductor needs"
+    team_libs = 0
+    for load in CppCodeCache.cache.values():
+        lib = load()
+        if not hasattr(lib, "neuron_bind_team"):
+            continue
+        team_libs += 1
+        undefined = subprocess.run([nm, "-D", "--undefined-only", lib._name], check=True,
+                                   capture_output=True, text=True).stdout
+        assert not re.search(r"\b(GOMP_|omp_)", undefined), (lib._name, undefined)
+    assert team_libs > 0
 
 
 def test_launch_protocol_and_bad_launches():
@@ -561,3 +639,16 @@ def test_launch_protocol_and_bad_launches():
         torch_neuronx._C._empty_strided_neuron((2, -3), (3, 1), torch.float32, 0)
     with pytest.raises(TypeError):
         torch_neuronx._C._empty_strided_neuron((2, 3), (3, 1), "float", 0)
+
+
+def test_unknown_openmp_constructs_keep_libgomp():
+    """Only the constructs omp_team.py implements get its definitions; any
+    other keeps the kernel on libgomp rather than on a partial emulation."""
+    from torch_neuronx._inductor.omp_team import supports
+
+    assert supports("#pragma omp parallel num_threads(2)\n  #pragma omp for collapse(2)\n"
+                    "#pragma omp for simd simdlen(16)\n#pragma omp single\n#pragma omp barrier\n"
+                    "#pragma omp for schedule(static, 1) nowait\n#pragma omp simd simdlen(8)\n")
+    for construct in ("for schedule(dynamic)", "critical", "atomic", "task", "parallel for",
+                      "for reduction(+:x)", "single copyprivate(x)"):
+        assert not supports(f"#pragma omp parallel\n#pragma omp {construct}\n"), construct

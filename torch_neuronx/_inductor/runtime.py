@@ -27,7 +27,11 @@ def load_kernel(async_compile: Any, name: str, arg_types: list[str], source: str
 
     def handle(lib: Any) -> Any:
         entry = ctypes.cast(lib.neuron_entry, ctypes.c_void_p).value
-        return _C._compiled_kernel(entry, name, kinds)
+        try:  # absent when the kernel keeps libgomp (omp_team.supports)
+            bind = ctypes.cast(lib.neuron_bind_team, ctypes.c_void_p).value
+        except AttributeError:
+            bind = 0
+        return _C._compiled_kernel(entry, name, kinds, bind)
 
     # CppCodeCache (ctypes, device type "cpu": full optimisation; another
     # device type would build at -O1, torch/_inductor/codecache.py:3738).

@@ -7,8 +7,9 @@ knows one signature only, so the library also exports
     extern "C" void neuron_entry(const uint64_t* slots)
 
 which unpacks 8-byte slots (a pointer, an int64, or the bits of a double) into
-the kernel's arguments.  The library links nothing of torch_neuronx: the
-runtime exists once in the process, in torch_neuronx._C.
+the kernel's arguments, and (omp_team.py) ``neuron_bind_team``, through
+which its OpenMP regions reach the compute pool.  The library links nothing
+of torch_neuronx: the runtime exists once in the process, in torch_neuronx._C.
 
 Checks in the kernel (kernels.py) call ``neuron_task::check`` /
 ``index_guard`` instead of throwing inside OpenMP regions; the first failure
@@ -25,6 +26,7 @@ import torch
 from torch._inductor.codegen.cpp_utils import DTYPE_TO_CPP
 
 from torch_neuronx import _C
+from torch_neuronx._inductor import omp_team
 
 # The kernels' C++ element types -> dtypes (the launch checks each tensor).
 _CPP_TO_DTYPE = {cpp: dtype for dtype, cpp in DTYPE_TO_CPP.items()}
@@ -105,10 +107,12 @@ def arg_kinds(arg_types: list[str]) -> list[tuple[torch.dtype, bool] | int]:
 
 
 def wrap_source(src: str, arg_types: list[str]) -> str:
-    """Inductor's kernel source with the prologue and the entry point."""
+    """Inductor's kernel source with the prologue, the OpenMP team functions
+    where the kernel's constructs allow (omp_team.py), and the entry point."""
     if _INCLUDE not in src:
         raise AssertionError("neuron: unexpected kernel source (no cpp_prefix.h include)")
-    src = src.replace(_INCLUDE, _INCLUDE + "\n" + PROLOGUE, 1)
+    prologue = PROLOGUE + (omp_team.SOURCE if omp_team.supports(src) else "")
+    src = src.replace(_INCLUDE, _INCLUDE + "\n" + prologue, 1)
     args = ",\n         ".join(_slot(i, t)[0] for i, t in enumerate(arg_types))
     entry = f"""
 extern "C" __attribute__((visibility("default"))) void neuron_entry(const uint64_t* a) {{

@@ -324,15 +324,37 @@ PyObject* neuron_launch(PyObject* /*self*/, PyObject* const* args, Py_ssize_t na
   END_HANDLE_TH_ERRORS
 }
 
-// _compiled_kernel(entry_address, name, kinds) -> handle for neuron_launch.
-// kinds: per argument (torch.dtype, writable) for a tensor, or
-// _compiled_slot_int / _compiled_slot_float.
+// The table a kernel library's OpenMP regions reach the compute pool
+// through (torch_neuronx/_inductor/omp_team.py, neuron_team::Api).
+struct TeamApi {
+  uint64_t version;
+  void (*team)(int want, nrt_team_fn fn, void* arg);
+  int (*threads)();
+};
+constexpr TeamApi kTeamApi{1, nrt_parallel_team, nrt_compute_threads};
+
+// _compiled_kernel(entry_address, name, kinds, bind_address) -> handle for
+// neuron_launch.  kinds: per argument (torch.dtype, writable) for a tensor,
+// or _compiled_slot_int / _compiled_slot_float.  bind_address (optional):
+// the library's neuron_bind_team, or 0 when it has none (its regions keep
+// libgomp; NKI kernels have no OpenMP).
 PyObject* compiled_kernel(PyObject* /*self*/, PyObject* const* args, Py_ssize_t nargs) {
   HANDLE_TH_ERRORS
-  if (nargs != 3 || !PyLong_Check(args[0]) || !PyUnicode_Check(args[1]) ||
-      !PyList_Check(args[2])) {
+  if ((nargs != 3 && nargs != 4) || !PyLong_Check(args[0]) || !PyUnicode_Check(args[1]) ||
+      !PyList_Check(args[2]) || (nargs == 4 && !PyLong_Check(args[3]))) {
     PyErr_SetString(PyExc_TypeError,
-                    "_compiled_kernel(entry: int, name: str, kinds: list) expected");
+                    "_compiled_kernel(entry: int, name: str, kinds: list, bind: int = 0) expected");
+    return nullptr;
+  }
+  if (void* bind = nargs == 4 ? PyLong_AsVoidPtr(args[3]) : nullptr) {
+    using BindFn = int (*)(const void*);
+    if (reinterpret_cast<BindFn>(bind)(&kTeamApi) != 0) {
+      PyErr_SetString(PyExc_RuntimeError,
+                      "_compiled_kernel: the kernel library's team interface does not match "
+                      "this torch_neuronx (a stale build cache?)");
+      return nullptr;
+    }
+  } else if (PyErr_Occurred()) {
     return nullptr;
   }
   void* entry = PyLong_AsVoidPtr(args[0]);

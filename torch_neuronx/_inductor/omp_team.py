@@ -1,0 +1,159 @@
+"""Compiled kernels run their OpenMP regions on the device's compute pool.
+
+Inductor's C++ kernels are OpenMP code: ``#pragma omp parallel`` around
+``#pragma omp for`` loops, ``#pragma omp single``, and per-thread reduction
+buffers indexed by ``omp_get_thread_num()`` (torch/_inductor/codegen/
+cpp.py, ``WorkSharing`` and ``LoopLevel.lines``).  Built with ``-fopenmp``,
+such a kernel runs on libgomp's thread team, a second set of threads beside
+the compute pool that eager kernels and extern calls (GEMM, convolution)
+use: on a machine whose cores the pool fills, the two sets take turns on the
+same cores (and libgomp's threads spin for a while after each region).
+
+gcc lowers those constructs to a handful of calls: ``GOMP_parallel`` (the
+region, with the outlined body), ``GOMP_barrier`` (the end of a ``for`` or
+``single`` without ``nowait``), ``GOMP_single_start``, and
+``omp_get_num_threads`` / ``omp_get_thread_num`` (a static schedule is
+computed inline from those two).  The kernel library defines them itself,
+with hidden visibility, so its calls bind to these definitions and never to
+libgomp's: a region becomes a team of the compute pool
+(``nrt_parallel_team``, runtime/src/pool.c), which the library reaches
+through a table the launch module hands it at load time
+(``neuron_bind_team``; the library links nothing of torch_neuronx).
+
+Only those constructs have a definition here.  A kernel using anything else
+(a dynamic schedule, ``critical``, ``atomic``, tasks: Inductor's C++ code
+generation writes none of them in torch 2.13, its GEMM templates a static
+``schedule`` only) is built without this file and keeps libgomp
+(``supports``), so an unknown construct can never meet a half-emulated
+runtime.
+"""
+from __future__ import annotations
+
+import re
+
+# The `#pragma omp` forms gcc lowers to the calls defined below (static
+# schedules are computed inline; `simd` makes no call).
+_ALLOWED = re.compile(
+    r"""^(parallel(\s+num_threads\(\d+\))?
+        |for(\s+(collapse\(\d+\)|simd(\s+simdlen\(\d+\))?|schedule\(static(,\s*\d+)?\)|nowait))*
+        |simd(\s+simdlen\(\d+\))?
+        |single(\s+nowait)?
+        |barrier)$""",
+    re.VERBOSE,
+)
+_PRAGMA = re.compile(r"^\s*#\s*pragma\s+omp\s+(.*?)\s*$", re.MULTILINE)
+
+
+def supports(src: str) -> bool:
+    """Whether every OpenMP construct of the kernel source is one this
+    file implements."""
+    return all(_ALLOWED.match(m.group(1)) for m in _PRAGMA.finditer(src))
+
+
+# Placed after cpp_prefix.h (which includes <omp.h>: the definitions must
+# match its declarations, __GOMP_NOTHROW included).
+SOURCE = r"""
+// torch_neuronx: OpenMP regions as compute-pool teams (torch_neuronx/_inductor/omp_team.py).
+#include <sched.h>
+namespace neuron_team {
+// What the launch module hands the library (torch_neuronx/csrc/compiled.cpp, TeamApi).
+struct Api {
+  uint64_t version;
+  void (*team)(int want, void (*member)(void* arg, int member, int size), void* arg);
+  int (*threads)();
+};
+constexpr uint64_t kApiVersion = 1;
+static const Api* api = nullptr;
+struct Region {
+  void (*body)(void*);
+  void* data;
+  std::atomic<int> arrived{0};
+  std::atomic<unsigned> phase{0};
+  std::atomic<unsigned> singles{0};
+};
+// The running member's region (null outside one), its number, the team's
+// size, and the `single` constructs it has met.
+static thread_local Region* region = nullptr;
+static thread_local int member = 0;
+static thread_local int size = 1;
+static thread_local unsigned singles_met = 0;
+static void run_member(void* arg, int m, int n) {
+  Region* const outer = region;
+  const int outer_member = member, outer_size = size;
+  const unsigned outer_singles = singles_met;
+  region = static_cast<Region*>(arg);
+  member = m;
+  size = n;
+  singles_met = 0;
+  region->body(region->data);
+  region = outer;
+  member = outer_member;
+  size = outer_size;
+  singles_met = outer_singles;
+}
+}  // namespace neuron_team
+
+extern "C" {
+__attribute__((visibility("default"))) int neuron_bind_team(const void* table) {
+  const auto* t = static_cast<const neuron_team::Api*>(table);
+  if (t == nullptr || t->version != neuron_team::kApiVersion) return -1;
+  neuron_team::api = t;
+  return 0;
+}
+
+__attribute__((visibility("hidden"))) void GOMP_parallel(void (*body)(void*), void* data,
+                                                         unsigned num_threads, unsigned flags) {
+  (void)flags;  // proc_bind: the pool's threads are what they are
+  using namespace neuron_team;
+  Region r;
+  r.body = body;
+  r.data = data;
+  // nested regions run on the calling thread alone (OpenMP's default)
+  const int want = region != nullptr || api == nullptr ? 1
+                   : num_threads != 0                   ? static_cast<int>(num_threads)
+                                                        : api->threads();
+  if (want <= 1) {
+    run_member(&r, 0, 1);
+    return;
+  }
+  api->team(want, run_member, &r);
+}
+
+// A central barrier: the last to arrive resets the count, then opens the phase.
+__attribute__((visibility("hidden"))) void GOMP_barrier(void) {
+  using namespace neuron_team;
+  if (region == nullptr || size == 1) return;
+  Region* const r = region;
+  const unsigned phase = r->phase.load(std::memory_order_acquire);
+  if (r->arrived.fetch_add(1, std::memory_order_acq_rel) == size - 1) {
+    r->arrived.store(0, std::memory_order_relaxed);
+    r->phase.store(phase + 1, std::memory_order_release);
+    return;
+  }
+  for (unsigned i = 1; r->phase.load(std::memory_order_acquire) == phase; ++i) {
+    if ((i & 255) == 0) sched_yield();
+    else __builtin_ia32_pause();
+  }
+}
+
+// The first member to reach its k-th `single` of the region runs it.
+__attribute__((visibility("hidden"))) bool GOMP_single_start(void) {
+  using namespace neuron_team;
+  if (region == nullptr || size == 1) return true;
+  unsigned k = singles_met++;
+  return region->singles.compare_exchange_strong(k, k + 1, std::memory_order_acq_rel);
+}
+
+__attribute__((visibility("hidden"))) int omp_get_thread_num(void) __GOMP_NOTHROW {
+  return neuron_team::region != nullptr ? neuron_team::member : 0;
+}
+
+__attribute__((visibility("hidden"))) int omp_get_num_threads(void) __GOMP_NOTHROW {
+  return neuron_team::region != nullptr ? neuron_team::size : 1;
+}
+
+__attribute__((visibility("hidden"))) int omp_get_max_threads(void) __GOMP_NOTHROW {
+  return neuron_team::api != nullptr ? neuron_team::api->threads() : 1;
+}
+}  // extern "C"
+"""
