@@ -456,6 +456,27 @@ def test_error_in_generated_kernel_is_a_stream_error():
     assert_same(g(a, b), a.cpu() // b.cpu() + 1)
 
 
+def test_out_of_bounds_direct_index_never_leaves_the_buffer():
+    """Inductor rewrites `x[torch.arange(4) * k] = v` into a store at `k*x0`
+    (a direct index: no variable to clamp).  A bad k is an error at the next
+    synchronisation, and the store never lands outside x: here x is the
+    first 8 elements of a larger block, whose other elements must stay 0."""
+    def put(x, v, k):
+        x[torch.arange(4, device=x.device) * k] = v
+        return x
+
+    f = torch.compile(put, dynamic=True)
+    block = torch.zeros(4096, device="neuron")
+    v = torch.ones(4, device="neuron")
+    assert_same(f(block[:8], v, 2), torch.tensor([1.0, 0, 1, 0, 1, 0, 1, 0]))
+    block.zero_()
+    with pytest.raises(RuntimeError, match=r"cpp_fused\w*: index out of bounds"):
+        f(block[:8], v, 1000)  # elements 1000, 2000, 3000 of block without the guard
+        torch.neuron.synchronize()
+    assert int(torch.count_nonzero(block[8:]).cpu()) == 0
+    assert_same(f(block[:8], v, 1), torch.tensor([1.0, 1, 1, 1, 0, 0, 0, 0]))
+
+
 def test_memory_stats_move(mlp):
     _, dev, compiled = mlp
     x = torch.randn(64, 32, device="neuron")

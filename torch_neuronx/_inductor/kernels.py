@@ -29,6 +29,7 @@ from torch._inductor.codegen.cpp import (
     CppTile2DKernel,
     CppVecKernel,
 )
+from torch.utils._sympy.functions import Where
 from torch.utils._sympy.symbol import SymT, symbol_is_type
 
 
@@ -43,22 +44,47 @@ class _NonThrowingChecks:
             return f"neuron_task::index_guard({self._neuron_guarded})"
         return "neuron_task::check"
 
+    # A direct index expression's in-bounds form (see check_bounds).
+    _neuron_direct_guards: dict | None = None
+
     def check_bounds(self, expr: sympy.Expr, size: sympy.Expr, lower: bool, upper: bool):
         # An indirect index (CSEProxy.indirect_indexing, codegen/common.py:2862)
         # is one CSE variable, the C++ variable the access's index uses:
         # setting it to 0 keeps the access inside the buffer.  (Index 0 of an
         # empty dimension too: the launch passes an empty tensor as a scratch
         # block covering index 0, compiled.cpp.)  A direct index expression
-        # (index_propagation.py:376, loop variables only) has no variable to
-        # clamp: its failure is recorded and the access happens.
+        # (index_propagation.py:376: an index Inductor rewrote into loop
+        # variables and sizes, as `x[torch.arange(n) * k] = v` becomes
+        # `out[k*x0]`) has no variable to clamp: the accesses that use it
+        # (load/store below) get it as `cond ? expr : 0` instead, so a failed
+        # check still never reaches outside the buffer.
         guard = None
         if isinstance(expr, sympy.Symbol) and symbol_is_type(expr, SymT.TMP):
             guard = str(expr)
+        elif lower or upper:
+            conds = ([sympy.Le(0, expr)] if lower else []) + ([sympy.Lt(expr, size)] if upper else [])
+            guards = dict(self._neuron_direct_guards or {})
+            guards[expr] = Where(sympy.And(*conds), expr, sympy.S.Zero)
+            self._neuron_direct_guards = guards
         previous, self._neuron_guarded = self._neuron_guarded, guard
         try:
             return super().check_bounds(expr, size, lower, upper)  # type: ignore[misc]
         finally:
             self._neuron_guarded = previous
+
+    def _neuron_guarded_index(self, index):
+        if self._neuron_direct_guards and isinstance(index, sympy.Expr):
+            return index.xreplace(self._neuron_direct_guards)
+        return index
+
+    def load(self, name, index):
+        return super().load(name, self._neuron_guarded_index(index))  # type: ignore[misc]
+
+    def store(self, name, index, value, mode=None):
+        return super().store(name, self._neuron_guarded_index(index), value, mode)  # type: ignore[misc]
+
+    def store_reduction(self, name, index, value):
+        return super().store_reduction(name, self._neuron_guarded_index(index), value)  # type: ignore[misc]
 
     def device_assert_async(self, cond, msg):
         self.compute.writeline(f'neuron_task::check({cond}, "{msg}");')  # type: ignore[attr-defined]
