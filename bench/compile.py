@@ -2,7 +2,8 @@
 
 For each case, in one process and with the same threads (torch's intra-op
 pool and the device's compute pool both default to the core count):
-  - eager neuron,
+  - eager neuron (adaptive eager fusion on, the default),
+  - eager neuron with fusion off (one pass over memory per op),
   - compiled neuron (`torch.compile`, Inductor with the neuron backend),
   - compiled CPU (`torch.compile`, Inductor's own CPU backend),
 the median time of one call (a call = the case's unit of work, the device
@@ -10,8 +11,9 @@ synchronised before each timer stops) over --repeats calls after warm-up,
 the three columns taking turns in --rounds blocks (an example's training
 loop: a block is a loop of --repeats steps), so that a slow phase of a noisy
 machine falls on every column alike.
-Printed: the three times, the ratios  inductor_cpu / compiled_neuron  and
-eager_neuron / compiled_neuron  (> 1: compiled neuron is faster), and the
+Printed: the four times, the ratios  inductor_cpu / compiled_neuron,
+eager_neuron / compiled_neuron  and  eager_unfused / compiled_neuron  (> 1:
+compiled neuron is faster), and the
 compile time of each compiled side, cold (first call with an empty Inductor
 cache: Dynamo, AOTAutograd, codegen, the C compiler) and warm (after
 torch._dynamo.reset(), so Dynamo traces again but Inductor's FX-graph and
@@ -253,21 +255,28 @@ def compile_times(make, device, repeats):
 
 def interleaved(sides, repeats, rounds, loop):
     """Median time of each side over `rounds` blocks in turn.  sides: name ->
-    (device, (run, f)) for calls (a block: one untimed call, then about
-    repeats/rounds timed ones), or name -> (device, (case, model)) for an
-    example's loop (loop=True; a block: a loop of `repeats` steps, which
-    times its own steady steps)."""
+    (device, (run, f), fusion) for calls (a block: one untimed call, then
+    about repeats/rounds timed ones), or name -> (device, (case, model),
+    fusion) for an example's loop (loop=True; a block: a loop of `repeats`
+    steps, which times its own steady steps).  fusion: adaptive eager on or
+    off during the side's blocks (None: as it is)."""
     times = {name: [] for name in sides}
     per_block = max(1, -(-repeats // rounds))
     for _ in range(rounds):
-        for name, (device, unit) in sides.items():
-            if loop:
-                case, model = unit
-                times[name].append(timed_loop(case, device, repeats, model=model)[0])
-                continue
-            run, f = unit
-            timed_call(run, f, device)
-            times[name].extend(timed_call(run, f, device) for _ in range(per_block))
+        for name, (device, unit, fusion) in sides.items():
+            before = torch_neuronx.is_adaptive_eager_enabled()
+            if fusion is not None:
+                torch_neuronx.set_adaptive_eager(fusion)
+            try:
+                if loop:
+                    case, model = unit
+                    times[name].append(timed_loop(case, device, repeats, model=model)[0])
+                    continue
+                run, f = unit
+                timed_call(run, f, device)
+                times[name].extend(timed_call(run, f, device) for _ in range(per_block))
+            finally:
+                torch_neuronx.set_adaptive_eager(before)
     return {name: statistics.median(ts) for name, ts in times.items()}
 
 
@@ -288,8 +297,9 @@ def main():
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, torch CPU capability "
           f"{torch.backends.cpu.get_cpu_capability()} (Inductor's C++ for both sides), neuron "
           f"eager kernels TORCHNEURON_ISA={os.environ.get('TORCHNEURON_ISA', 'best')}")
-    head = (f"{'case':34} {'eager neu':>10} {'comp neu':>10} {'ind cpu':>10} {'cpu/neu':>8} "
-            f"{'eag/comp':>8}  {'compile cold/warm s: neuron':>27}  {'cpu':>11}")
+    head = (f"{'case':34} {'eager neu':>10} {'no fusion':>10} {'comp neu':>10} {'ind cpu':>10} "
+            f"{'cpu/neu':>8} {'eag/comp':>8} {'nof/comp':>8}  "
+            f"{'compile cold/warm s: neuron':>27}  {'cpu':>11}")
     print(head)
     print("-" * len(head))
     for name, make in cases(a.quick):
@@ -298,16 +308,20 @@ def main():
         cold_n, warm_n, comp_n = compile_times(make, neuron, repeats)
         cold_c, warm_c, comp_c = compile_times(make, cpu, repeats)
         if isinstance(make, tuple):
-            sides = {"eager": (neuron, (make, make[2]())), "neuron": (neuron, (make, comp_n)),
-                     "cpu": (cpu, (make, comp_c))}
+            eager_model = make[2]()
+            sides = {"eager": (neuron, (make, eager_model), None),
+                     "eager_off": (neuron, (make, eager_model), False),
+                     "neuron": (neuron, (make, comp_n), None),
+                     "cpu": (cpu, (make, comp_c), None)}
         else:
-            sides = {"eager": (neuron, make(neuron)), "neuron": (neuron, comp_n),
-                     "cpu": (cpu, comp_c)}
+            eager_unit = make(neuron)
+            sides = {"eager": (neuron, eager_unit, None), "eager_off": (neuron, eager_unit, False),
+                     "neuron": (neuron, comp_n, None), "cpu": (cpu, comp_c, None)}
         t = interleaved(sides, repeats, a.rounds, isinstance(make, tuple))
-        eager, comp, ind = t["eager"], t["neuron"], t["cpu"]
-        print(f"{name:34} {eager * 1e3:8.2f}ms {comp * 1e3:8.2f}ms {ind * 1e3:8.2f}ms "
-              f"{ind / comp:7.2f}x {eager / comp:7.2f}x  {cold_n:13.1f} / {warm_n:5.1f}      "
-              f"{cold_c:5.1f} / {warm_c:4.1f}", flush=True)
+        eager, off, comp, ind = t["eager"], t["eager_off"], t["neuron"], t["cpu"]
+        print(f"{name:34} {eager * 1e3:8.2f}ms {off * 1e3:8.2f}ms {comp * 1e3:8.2f}ms "
+              f"{ind * 1e3:8.2f}ms {ind / comp:7.2f}x {eager / comp:7.2f}x {off / comp:7.2f}x  "
+              f"{cold_n:13.1f} / {warm_n:5.1f}      {cold_c:5.1f} / {warm_c:4.1f}", flush=True)
         torch._dynamo.reset()
     fallbacks = torch_neuronx._C.fallback_stats()
     print("ops that fell back to the CPU on neuron: " + (", ".join(sorted(fallbacks)) or "none"))

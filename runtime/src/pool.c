@@ -105,7 +105,10 @@ static void join_team(void) {
     if (seat < 0 || seat >= job.team_want) return; /* closed, or full */
   } while (!atomic_compare_exchange_weak(&job.members, &seat, seat + 1));
   int size;
-  while ((size = atomic_load(&job.team_size)) == 0) nrt_cpu_relax();
+  for (unsigned i = 1; (size = atomic_load(&job.team_size)) == 0; i++) {
+    if ((i & 63) == 0) nrt_spin_yield();
+    nrt_cpu_relax();
+  }
   job.team(job.arg, seat, size);
 }
 
@@ -188,11 +191,12 @@ void nrt_parallel_for(int64_t n, int64_t grain, nrt_range_fn fn, void *arg) {
 /* Team regions.  A member may wait for the others, so every member must be
  * running: seats go to the helpers that arrive while the caller waits (up
  * to TEAM_WAIT_NS, which a spinning helper beats by far and a sleeping one
- * by its wake-up time), then the caller closes the seats (members = -1:
+ * by its wake-up time on an idle core; on a busy machine a helper that is
+ * not running is not waited for), then the caller closes the seats (members = -1:
  * a later helper leaves) and publishes the size.  A helper in the team is
  * one of this pool's, which the region lock keeps from any other region,
  * so it never waits for work of its own: no deadlock. */
-#define TEAM_WAIT_NS 200000u
+#define TEAM_WAIT_NS 50000u
 
 static int team_full(void *unused) {
   (void)unused;

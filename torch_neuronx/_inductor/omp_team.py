@@ -54,7 +54,10 @@ def supports(src: str) -> bool:
 # match its declarations, __GOMP_NOTHROW included).
 SOURCE = r"""
 // torch_neuronx: OpenMP regions as compute-pool teams (torch_neuronx/_inductor/omp_team.py).
-#include <sched.h>
+#include <climits>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 namespace neuron_team {
 // What the launch module hands the library (torch_neuronx/csrc/compiled.cpp, TeamApi).
 struct Api {
@@ -69,8 +72,22 @@ struct Region {
   void* data;
   std::atomic<int> arrived{0};
   std::atomic<unsigned> phase{0};
+  std::atomic<int> sleepers{0};
   std::atomic<unsigned> singles{0};
 };
+// A barrier waiter polls briefly, then sleeps on the phase word: on a
+// machine with more runnable threads than cores, the member everyone waits
+// for may be the one a spinner keeps off its core (polling until it gets a
+// turn cost a scheduler slice, milliseconds, per barrier).
+constexpr unsigned kBarrierPolls = 2048;
+static void futex_wait(std::atomic<unsigned>* word, unsigned seen) {
+  syscall(SYS_futex, reinterpret_cast<unsigned*>(word), FUTEX_WAIT_PRIVATE, seen, nullptr,
+          nullptr, 0);
+}
+static void futex_wake_all(std::atomic<unsigned>* word) {
+  syscall(SYS_futex, reinterpret_cast<unsigned*>(word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr,
+          nullptr, 0);
+}
 // The running member's region (null outside one), its number, the team's
 // size, and the `single` constructs it has met.
 static thread_local Region* region = nullptr;
@@ -119,21 +136,27 @@ __attribute__((visibility("hidden"))) void GOMP_parallel(void (*body)(void*), vo
   api->team(want, run_member, &r);
 }
 
-// A central barrier: the last to arrive resets the count, then opens the phase.
+// A central barrier: the last to arrive resets the count, then opens the
+// phase and wakes the sleepers.  (seq_cst on phase and sleepers: either the
+// opener sees a sleeper, or the sleeper's futex_wait sees the new phase.)
 __attribute__((visibility("hidden"))) void GOMP_barrier(void) {
   using namespace neuron_team;
   if (region == nullptr || size == 1) return;
   Region* const r = region;
-  const unsigned phase = r->phase.load(std::memory_order_acquire);
-  if (r->arrived.fetch_add(1, std::memory_order_acq_rel) == size - 1) {
-    r->arrived.store(0, std::memory_order_relaxed);
-    r->phase.store(phase + 1, std::memory_order_release);
+  const unsigned phase = r->phase.load();
+  if (r->arrived.fetch_add(1) == size - 1) {
+    r->arrived.store(0);
+    r->phase.store(phase + 1);
+    if (r->sleepers.load() != 0) futex_wake_all(&r->phase);
     return;
   }
-  for (unsigned i = 1; r->phase.load(std::memory_order_acquire) == phase; ++i) {
-    if ((i & 255) == 0) sched_yield();
-    else __builtin_ia32_pause();
+  for (unsigned i = 0; i < kBarrierPolls; ++i) {
+    if (r->phase.load(std::memory_order_acquire) != phase) return;
+    __builtin_ia32_pause();
   }
+  r->sleepers.fetch_add(1);
+  while (r->phase.load() == phase) futex_wait(&r->phase, phase);
+  r->sleepers.fetch_sub(1);
 }
 
 // The first member to reach its k-th `single` of the region runs it.
