@@ -1,5 +1,5 @@
 /* The float32 unary ops that have vector bodies (exp, exp2, expm1, log,
- * log2, log10, log1p, erf, erfc, tanh) against a double reference, in ulps
+ * log2, log10, log1p, erf, erfc, sin, cos, atan, tanh) against a double reference, in ulps
  * of the float32 result, at every ISA level (tk_main: portable is the C
  * library's float functions, avx2 and avx512 the vector bodies), on:
  *   - the special values, checked bit-exactly (NaN stays NaN, the
@@ -8,8 +8,9 @@
  *   - random bit patterns over every float (huge, tiny, subnormal, negative);
  *   - random values in each op's busy range;
  * in one odd-length row, so the masked tail runs too.  The bounds are what
- * each body reaches plus a margin (measured on every bit pattern: exp,
- * exp2, erf, tanh, log* <= 1.5 ulp, expm1 <= 1.5, erfc <= 4); a subnormal
+ * each body reaches plus a margin (measured on every 7th bit pattern: exp,
+ * exp2, expm1, erf, tanh, sin, cos, log* <= 1.6 ulp, atan 2.3, erfc 3.9;
+ * sin/cos beyond 2^17 are the C library's); a subnormal
  * result's ulp is the smallest subnormal.  Sigmoid and silu are ATen's
  * float formulas (1 / (1 + exp(-x))) and inherit exp's accuracy; they are
  * checked with the other hot ops in test_kernels_unary.c. */
@@ -39,6 +40,9 @@ static const ulp_case cases[] = {
     {NK_UNARY_LOG1P, "log1p", log1p, 2.0, -1, 10},
     {NK_UNARY_ERF, "erf", erf, 2.0, -5, 5},
     {NK_UNARY_ERFC, "erfc", erfc, 5.0, -3, 10.5},
+    {NK_UNARY_SIN, "sin", sin, 2.0, -100, 100},
+    {NK_UNARY_COS, "cos", cos, 2.0, -100, 100},
+    {NK_UNARY_ATAN, "atan", atan, 2.5, -5, 5},
     {NK_UNARY_TANH, "tanh", tanh, 2.5, -10, 10}, /* glibc's tanhf (portable) reaches 2.03 */
 };
 
@@ -64,7 +68,9 @@ static const float specials[] = {
     -87.33654f, -103.27893f, -103.97208f, -104.0f, 127.99999f, 128.0f, -126.0f, -149.0f, -150.0f,
     -151.0f, 1e-8f, -1e-8f, 1e-30f, -1e-30f, 0.5f, -0.5f, 0.625f, -0.625f, 0.9999999f, 1.0000001f,
     -0.9999999f, -0.99999994f, 2.0f, 4.0f, 3.92f, 10.0f, 10.06f, -10.0f, 0x1p-24f, -0x1p-25f,
-    0.70710677f, 1.4142135f, 1e30f, -1e30f, 2.5f, 16777216.0f, 33554432.0f, -30.0f, -88.0f};
+    0.70710677f, 1.4142135f, 1e30f, -1e30f, 2.5f, 16777216.0f, 33554432.0f, -30.0f, -88.0f,
+    131071.99f, 131072.0f, -131072.0f, 3.14159265f, 1.57079633f, -1.57079633f, 2.41421356f,
+    0.41421356f, 0.41421357f, 1e10f};
 #define N_SPECIALS ((int64_t)(sizeof specials / sizeof specials[0]))
 
 static float rand_float_bits(void) {

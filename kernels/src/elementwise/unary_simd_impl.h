@@ -1,8 +1,9 @@
 /* unary_simd_impl.h — the float32 vector bodies of the hot unary ops,
  * written once over a vector width (unary_<isa>_f32.c define the vector
  * macros: AVX2 8 lanes, AVX-512 16):
- * exp, exp2, expm1, log, log2, log10, log1p, erf, erfc (common/simd_exp_f32.h,
- * simd_log_f32.h, simd_erf_f32.h: about 1 ulp, erfc about 2-4),
+ * exp, exp2, expm1, log, log2, log10, log1p, erf, erfc, sin, cos, atan
+ * (common/simd_exp_f32.h, simd_log_f32.h, simd_erf_f32.h, simd_trig_f32.h:
+ * about 1-1.5 ulp; erfc up to 4, atan up to 2.3),
  * sigmoid, silu, tanh, gelu (erf form and tanh form), relu, abs, neg,
  * and the correctly rounded sqrt, rsqrt (1 / sqrt) and reciprocal.
  *
@@ -25,6 +26,7 @@
 #include "common/simd_erf_f32.h"
 #include "common/simd_exp_f32.h"
 #include "common/simd_log_f32.h"
+#include "common/simd_trig_f32.h"
 #include "elementwise/unary_simd.h"
 
 
@@ -76,6 +78,9 @@ static inline VT body(nk_unary_op op, VT x) {
   case NK_UNARY_LOG1P: return vlog1p(x);
   case NK_UNARY_ERF: return verf(x);
   case NK_UNARY_ERFC: return verfc(x);
+  case NK_UNARY_SIN: return vsin(x);
+  case NK_UNARY_COS: return vcos(x);
+  case NK_UNARY_ATAN: return vatan(x);
   case NK_UNARY_SIGMOID: return VDIV(VSET(1.0), VADD(VSET(1.0), vexp(VXOR(x, VSET(-0.0f)))));
   case NK_UNARY_SILU: return VDIV(x, VADD(VSET(1.0), vexp(VXOR(x, VSET(-0.0f)))));
   case NK_UNARY_TANH: return vtanh(x);
@@ -119,6 +124,9 @@ bool UNARY_NAME(nk_unary_op op, int64_t n, float *out, const float *x, const nk_
     NK_VEC_CASE(NK_UNARY_LOG1P)
     NK_VEC_CASE(NK_UNARY_ERF)
     NK_VEC_CASE(NK_UNARY_ERFC)
+    NK_VEC_CASE(NK_UNARY_SIN)
+    NK_VEC_CASE(NK_UNARY_COS)
+    NK_VEC_CASE(NK_UNARY_ATAN)
     NK_VEC_CASE(NK_UNARY_SIGMOID)
     NK_VEC_CASE(NK_UNARY_SILU)
     NK_VEC_CASE(NK_UNARY_TANH)
