@@ -10,12 +10,16 @@
  *              rounding grows with a, but erfc shrinks faster;
  *              beyond 4 (3.92 already) erf rounds to +-1;
  *   erfc, a = |x| >= 1/2: erfc(a) = e^(-a^2) t H(t - 0.45), t = 1 / (1 + a/2),
- *              H of degree 9 fitted to erfc(a) e^(a^2) / t on [1/2, 10.1]
- *              (relative error 2.5e-9; H, unlike erfc e^(a^2) itself, stays
- *              in [0.3, 0.8], so Horner's rounding is not amplified); a^2 is split exactly (hi + lo by an FMA) so
- *              e^(-a^2) is not off by a^2's rounding (up to 100 x 2^-24
- *              relative); below 1/2, 1 - erf; for x < 0, 2 - erfc(-x).
- * erf is about 1 ulp, erfc about 2 (its products of rounded factors).
+ *              H of degree 9 fitted to erfc(a) e^(a^2) / t on [1/2, 10.1],
+ *              its coefficients rounded to float one at a time, the rest
+ *              refitted after each (relative error 2e-8 as evaluated in
+ *              float; H, unlike erfc e^(a^2) itself, stays in [0.3, 0.8],
+ *              so Horner's rounding is not amplified); t carries its own
+ *              rounding error as a second float (see verfc); a^2 is split
+ *              exactly (hi + lo by an FMA) so e^(-a^2) is not off by a^2's
+ *              rounding (up to 100 x 2^-24 relative); below 1/2, 1 - erf;
+ *              for x < 0, 2 - erfc(-x).
+ * erf is about 1.2 ulp, erfc up to 3.4 (exp's ulp and the rounded products).
  * NaN stays NaN, erf(+-inf) = +-1, erf(-0) = -0, erfc(+inf) = 0,
  * erfc(-inf) = 2; subnormal inputs keep erf(x) = 2x/sqrt(pi) rounded. */
 #ifndef NK_SIMD_ERF_F32_H
@@ -72,16 +76,16 @@ static inline VT verfc(VT x) {
   VT t0 = VDIV(VSET(1.0), dh);
   VT te = VMUL(t0, VFNMADD(t0, dl, VFNMADD(t0, dh, VSET(1.0))));
   VT d = VADD(VSUB(t0, VSET(0.45)), te);
-  VT h = VSET(-0.030356542890487774);
-  h = VFMADD(h, d, VSET(-0.056085204018429834));
-  h = VFMADD(h, d, VSET(0.08231130170057721));
-  h = VFMADD(h, d, VSET(0.07318375725268784));
-  h = VFMADD(h, d, VSET(-0.12974858870160108));
-  h = VFMADD(h, d, VSET(-0.14269057088381254));
-  h = VFMADD(h, d, VSET(0.17735605839706328));
-  h = VFMADD(h, d, VSET(0.5346355425293741));
-  h = VFMADD(h, d, VSET(0.632442180217977));
-  h = VFMADD(h, d, VSET(0.47781141710796193));
+  VT h = VSET(-0.05291267856955528);
+  h = VFMADD(h, d, VSET(-0.03931216150522232));
+  h = VFMADD(h, d, VSET(0.08501483500003815));
+  h = VFMADD(h, d, VSET(0.07019165903329849));
+  h = VFMADD(h, d, VSET(-0.12982547283172607));
+  h = VFMADD(h, d, VSET(-0.14252109825611115));
+  h = VFMADD(h, d, VSET(0.17735633254051208));
+  h = VFMADD(h, d, VSET(0.5346324443817139));
+  h = VFMADD(h, d, VSET(0.6324421763420105));
+  h = VFMADD(h, d, VSET(0.47781142592430115));
   VT g = VFMADD(t0, h, VMUL(te, h));
   VT hi = VMUL(ac, ac), lo = VFMSUB(ac, ac, hi); /* a^2 = hi + lo exactly */
   /* e^(-hi - lo) G = e^(-hi) (1 - lo) G */
