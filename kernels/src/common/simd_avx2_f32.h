@@ -43,7 +43,6 @@
 #define GT _CMP_GT_OQ
 #define LT _CMP_LT_OQ
 #define LE _CMP_LE_OQ
-#define GE _CMP_GE_OQ
 #define EQ _CMP_EQ_OQ
 #define NLT _CMP_NLT_UQ /* not less than: also true for NaN */
 #define NGT _CMP_NGT_UQ

@@ -3,7 +3,7 @@
  * macros: AVX2 8 lanes, AVX-512 16):
  * exp, exp2, expm1, log, log2, log10, log1p, erf, erfc, sin, cos, atan
  * (common/simd_exp_f32.h, simd_log_f32.h, simd_erf_f32.h, simd_trig_f32.h:
- * about 1-1.5 ulp; erfc up to 4, atan up to 2.3),
+ * about 1-1.6 ulp; erfc up to 3.4, atan up to 2.3),
  * sigmoid, silu, tanh, gelu (erf form and tanh form), relu, abs, neg,
  * and the correctly rounded sqrt, rsqrt (1 / sqrt) and reciprocal.
  *
