@@ -9,6 +9,7 @@
 #define VT __m256
 #define VI __m256i
 #define VTAIL __m256i
+#define VMASK __m256 /* a compare's result */
 #define LANES 8
 #define VSET(c) _mm256_set1_ps((float)(c))
 #define VZERO() _mm256_setzero_ps()
@@ -21,6 +22,7 @@
 #define VMAX _mm256_max_ps
 #define VFMADD _mm256_fmadd_ps
 #define VFNMADD _mm256_fnmadd_ps
+#define VFMSUB _mm256_fmsub_ps
 #define VAND _mm256_and_ps
 #define VOR _mm256_or_ps
 #define VXOR _mm256_xor_ps
@@ -33,16 +35,37 @@
 #define ISRAI1(i) _mm256_srai_epi32(i, 1)
 #define ISLLI _mm256_slli_epi32
 #define ICAST_F _mm256_castsi256_ps
+#define VCAST_I _mm256_castps_si256
+#define VCVT_F _mm256_cvtepi32_ps
+#define IAND _mm256_and_si256
+#define IMIN _mm256_min_epi32
+#define ISRAI _mm256_srai_epi32
 #define GT _CMP_GT_OQ
 #define LT _CMP_LT_OQ
 #define LE _CMP_LE_OQ
+#define EQ _CMP_EQ_OQ
+#define NLT _CMP_NLT_UQ /* not less than: also true for NaN */
+#define NGT _CMP_NGT_UQ
 #define UNORD _CMP_UNORD_Q
 #define VCMP(a, b, pred) _mm256_cmp_ps(a, b, pred)
 #define VSEL(m, t, f) _mm256_blendv_ps(f, t, m)
+#define VMOR _mm256_or_ps
+#define VANY(m) (_mm256_movemask_ps(m) != 0)
 #define VLOADU _mm256_loadu_ps
 #define VSTOREU _mm256_storeu_ps
 #define TAIL_MASK(rem) _mm256_cmpgt_epi32(_mm256_set1_epi32(rem), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))
 #define TAIL_LOAD(p, m) _mm256_maskload_ps(p, m)
 #define TAIL_STORE(p, m, v) _mm256_maskstore_ps(p, m, v)
+
+/* y * 2^n for integral n (as float) in [-160, 160], rounded once: two
+ * factors 2^(n/2), each a normal float, so that results down to the
+ * subnormals are kept and large n overflows to inf. */
+static inline VT vldexp(VT y, VT n) {
+  VI k = VCVT_I(n);
+  VI k1 = ISRAI1(k), k2 = ISUB(k, k1);
+  VT s1 = ICAST_F(ISLLI(IADD(k1, ISET(127)), 23));
+  VT s2 = ICAST_F(ISLLI(IADD(k2, ISET(127)), 23));
+  return VMUL(VMUL(y, s1), s2);
+}
 
 #endif /* NK_SIMD_AVX2_F32_H */

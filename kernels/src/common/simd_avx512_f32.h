@@ -9,6 +9,7 @@
 #define VT __m512
 #define VI __m512i
 #define VTAIL __mmask16
+#define VMASK __mmask16 /* a compare's result */
 #define LANES 16
 #define VSET(c) _mm512_set1_ps((float)(c))
 #define VZERO() _mm512_setzero_ps()
@@ -21,6 +22,7 @@
 #define VMAX _mm512_max_ps
 #define VFMADD _mm512_fmadd_ps
 #define VFNMADD _mm512_fnmadd_ps
+#define VFMSUB _mm512_fmsub_ps
 /* AVX-512F has the bitwise ops on integers only (the _ps forms are DQ) */
 #define VAND(a, b) _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(a), _mm512_castps_si512(b)))
 #define VOR(a, b) _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(a), _mm512_castps_si512(b)))
@@ -34,16 +36,31 @@
 #define ISRAI1(i) _mm512_srai_epi32(i, 1)
 #define ISLLI _mm512_slli_epi32
 #define ICAST_F _mm512_castsi512_ps
+#define VCAST_I _mm512_castps_si512
+#define VCVT_F _mm512_cvtepi32_ps
+#define IAND _mm512_and_si512
+#define IMIN _mm512_min_epi32
+#define ISRAI _mm512_srai_epi32
 #define GT _CMP_GT_OQ
 #define LT _CMP_LT_OQ
 #define LE _CMP_LE_OQ
+#define EQ _CMP_EQ_OQ
+#define NLT _CMP_NLT_UQ /* not less than: also true for NaN */
+#define NGT _CMP_NGT_UQ
 #define UNORD _CMP_UNORD_Q
 #define VCMP(a, b, pred) _mm512_cmp_ps_mask(a, b, pred)
 #define VSEL(m, t, f) _mm512_mask_blend_ps(m, f, t)
+#define VMOR(a, b) ((__mmask16)((a) | (b)))
+#define VANY(m) ((m) != 0)
 #define VLOADU _mm512_loadu_ps
 #define VSTOREU _mm512_storeu_ps
 #define TAIL_MASK(rem) ((__mmask16)((1u << (rem)) - 1u))
 #define TAIL_LOAD(p, m) _mm512_maskz_loadu_ps(m, p)
 #define TAIL_STORE(p, m, v) _mm512_mask_storeu_ps(p, m, v)
+
+/* y * 2^n for integral n (as float) in [-160, 160], rounded once: scalef
+ * does in one instruction what AVX2 needs two integer-built factors for,
+ * and keeps subnormal results and overflow to inf. */
+static inline VT vldexp(VT y, VT n) { return _mm512_scalef_ps(y, n); }
 
 #endif /* NK_SIMD_AVX512_F32_H */

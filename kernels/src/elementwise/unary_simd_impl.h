@@ -1,15 +1,18 @@
-/* unary_simd_impl.h — the float32 vector bodies of the hottest unary ops,
+/* unary_simd_impl.h — the float32 vector bodies of the hot unary ops,
  * written once over a vector width (unary_<isa>_f32.c define the vector
  * macros: AVX2 8 lanes, AVX-512 16):
- * exp, sigmoid, silu, tanh, gelu (erf form and tanh form), relu, abs, neg,
+ * exp, exp2, expm1, log, log2, log10, log1p, erf, erfc, sin, cos, atan
+ * (common/simd_exp_f32.h, simd_log_f32.h, simd_erf_f32.h, simd_trig_f32.h:
+ * about 1-1.6 ulp; erfc up to 3.4, atan up to 2.3),
+ * sigmoid, silu, tanh, gelu (erf form and tanh form), relu, abs, neg,
  * and the correctly rounded sqrt, rsqrt (1 / sqrt) and reciprocal.
  *
- * exp is Cephes' expf (range reduction by ln 2 in two parts, a degree-5
- * polynomial, the power of two applied in two halves so that results down
- * to the subnormals are kept); the others are built on it:
- *   sigmoid(x) = 1 / (1 + exp(-x)),  silu(x) = x / (1 + exp(-x)),
- *   tanh(x)    = sign(x) (1 - 2 / (exp(2|x|) + 1)), Cephes' odd polynomial
- *                below |x| < 0.625 where that form would cancel,
+ * Built on exp:
+ *   sigmoid(x) = 1 / (1 + exp(-x)),  silu(x) = x / (1 + exp(-x)) (ATen's
+ *                float formulas, so they saturate where ATen's do),
+ *   tanh(|x|)  = 1 - 2 / (exp(2|x|) + 1), Cephes' odd polynomial below
+ *                |x| < 0.625 where that form would cancel; both on |x| and
+ *                the sign put back last, so -0 and NaN need no selects,
  *   gelu_tanh  = x / (1 + exp(-2u)), u = sqrt(2/pi) (x + 0.044715 x^3)
  *                (= 0.5 x (1 + tanh u)),
  *   gelu       = 0.5 x erfc(-x / sqrt 2), with erfc(z) for z >= 0 from the
@@ -20,7 +23,10 @@
  * NaN and the infinities give what the scalar code gives.  Whole rows go
  * through the vector body (the tail with masked loads/stores), so results
  * never depend on how the row was split between threads. */
+#include "common/simd_erf_f32.h"
 #include "common/simd_exp_f32.h"
+#include "common/simd_log_f32.h"
+#include "common/simd_trig_f32.h"
 #include "elementwise/unary_simd.h"
 
 
@@ -28,20 +34,19 @@ static inline VT vabs(VT x) { return VANDNOT(VSET(-0.0f), x); }
 
 static inline VT vtanh(VT x) {
   VT ax = vabs(x);
-  /* |x| >= 0.625: 1 - 2 / (exp(2|x|) + 1), sign restored */
+  /* |x| >= 0.625: 1 - 2 / (exp(2|x|) + 1) */
   VT e = vexp(VADD(ax, ax));
   VT big = VSUB(VSET(1.0), VDIV(VSET(2.0), VADD(e, VSET(1.0))));
-  big = VOR(big, VAND(x, VSET(-0.0f)));
   /* |x| < 0.625: Cephes' odd polynomial */
-  VT z = VMUL(x, x);
+  VT z = VMUL(ax, ax);
   VT p = VSET(-5.70498872745E-3);
   p = VFMADD(p, z, VSET(2.06390887954E-2));
   p = VFMADD(p, z, VSET(-5.37397155531E-2));
   p = VFMADD(p, z, VSET(1.33314422036E-1));
   p = VFMADD(p, z, VSET(-3.33332819422E-1));
-  VT small = VFMADD(VMUL(p, z), x, x);
-  VT r = VSEL(VCMP(ax, VSET(0.625), LT), small, big);
-  return VSEL(VCMP(x, x, UNORD), x, r);
+  VT small = VFMADD(VMUL(p, z), ax, ax);
+  VT r = VSEL(VCMP(ax, VSET(0.625), LT), small, big); /* NaN: big, NaN */
+  return VOR(r, VAND(x, VSET(-0.0f)));
 }
 
 /* 1 + erf(x / sqrt 2) */
@@ -65,6 +70,17 @@ static inline VT one_plus_erf(VT x) {
 static inline VT body(nk_unary_op op, VT x) {
   switch (op) {
   case NK_UNARY_EXP: return vexp(x);
+  case NK_UNARY_EXP2: return vexp2(x);
+  case NK_UNARY_EXPM1: return vexpm1(x);
+  case NK_UNARY_LOG: return vlog(x);
+  case NK_UNARY_LOG2: return vlog2(x);
+  case NK_UNARY_LOG10: return vlog10(x);
+  case NK_UNARY_LOG1P: return vlog1p(x);
+  case NK_UNARY_ERF: return verf(x);
+  case NK_UNARY_ERFC: return verfc(x);
+  case NK_UNARY_SIN: return vsin(x);
+  case NK_UNARY_COS: return vcos(x);
+  case NK_UNARY_ATAN: return vatan(x);
   case NK_UNARY_SIGMOID: return VDIV(VSET(1.0), VADD(VSET(1.0), vexp(VXOR(x, VSET(-0.0f)))));
   case NK_UNARY_SILU: return VDIV(x, VADD(VSET(1.0), vexp(VXOR(x, VSET(-0.0f)))));
   case NK_UNARY_TANH: return vtanh(x);
@@ -100,6 +116,17 @@ bool UNARY_NAME(nk_unary_op op, int64_t n, float *out, const float *x, const nk_
   switch (op) {
 #define NK_VEC_CASE(OP) case OP: row(OP, n, out, x); return true;
     NK_VEC_CASE(NK_UNARY_EXP)
+    NK_VEC_CASE(NK_UNARY_EXP2)
+    NK_VEC_CASE(NK_UNARY_EXPM1)
+    NK_VEC_CASE(NK_UNARY_LOG)
+    NK_VEC_CASE(NK_UNARY_LOG2)
+    NK_VEC_CASE(NK_UNARY_LOG10)
+    NK_VEC_CASE(NK_UNARY_LOG1P)
+    NK_VEC_CASE(NK_UNARY_ERF)
+    NK_VEC_CASE(NK_UNARY_ERFC)
+    NK_VEC_CASE(NK_UNARY_SIN)
+    NK_VEC_CASE(NK_UNARY_COS)
+    NK_VEC_CASE(NK_UNARY_ATAN)
     NK_VEC_CASE(NK_UNARY_SIGMOID)
     NK_VEC_CASE(NK_UNARY_SILU)
     NK_VEC_CASE(NK_UNARY_TANH)
