@@ -73,20 +73,22 @@ static void run_chunks(int worker) {
   }
 }
 
-/* Polls `done` for up to SPIN_NS; returns its last answer. */
-static int spin_until(int (*done)(void *), void *arg) {
+/* Polls `done` for up to ns nanoseconds; returns its last answer. */
+static int spin_for(uint64_t ns, int (*done)(void *), void *arg) {
   uint64_t until = 0;
   for (unsigned i = 0;; i++) {
     if (done(arg)) return 1;
     if ((i & 63) == 63) {
       uint64_t now = nrt_now_ns();
-      if (!until) until = now + SPIN_NS;
+      if (!until) until = now + ns;
       else if (now > until) return done(arg);
       nrt_spin_yield();
     }
     nrt_cpu_relax();
   }
 }
+
+static int spin_until(int (*done)(void *), void *arg) { return spin_for(SPIN_NS, done, arg); }
 
 static int generation_moved(void *seen) {
   return atomic_load(&generation) != *(uint64_t *)seen;
@@ -139,6 +141,22 @@ static void *helper_main(void *arg) {
   return NULL;
 }
 
+/* Opens the region that job now describes to the helpers. */
+static void wake_helpers(void) {
+  pthread_mutex_lock(&wake_lock);
+  atomic_fetch_add(&generation, 1);
+  if (sleeping_helpers) pthread_cond_broadcast(&wake_cv);
+  pthread_mutex_unlock(&wake_lock);
+}
+
+/* After job.closed: returns once no helper is inside the region. */
+static void wait_for_helpers(void) {
+  if (spin_until(helpers_done, NULL)) return;
+  pthread_mutex_lock(&wake_lock);
+  while (!helpers_done(NULL)) pthread_cond_wait(&done_cv, &wake_lock);
+  pthread_mutex_unlock(&wake_lock);
+}
+
 /* Starts the helpers; returns how many threads the pool has, caller
  * included (fewer than asked if the OS refuses threads). */
 static int start_helpers(void) {
@@ -170,21 +188,12 @@ void nrt_parallel_for(int64_t n, int64_t grain, nrt_range_fn fn, void *arg) {
   job.chunk = per > grain ? per : grain;
   atomic_store(&job.next, 0);
   atomic_store(&job.closed, 0);
-  if (helpers > 1) {
-    pthread_mutex_lock(&wake_lock);
-    atomic_fetch_add(&generation, 1);
-    if (sleeping_helpers) pthread_cond_broadcast(&wake_cv);
-    pthread_mutex_unlock(&wake_lock);
-  }
+  if (helpers > 1) wake_helpers();
   in_region = 1;
   run_chunks(0);
   in_region = 0;
   atomic_store(&job.closed, 1);
-  if (!spin_until(helpers_done, NULL)) {
-    pthread_mutex_lock(&wake_lock);
-    while (!helpers_done(NULL)) pthread_cond_wait(&done_cv, &wake_lock);
-    pthread_mutex_unlock(&wake_lock);
-  }
+  wait_for_helpers();
   pthread_mutex_unlock(&region_lock);
 }
 
@@ -225,29 +234,15 @@ void nrt_parallel_team(int want, nrt_team_fn fn, void *arg) {
   atomic_store(&job.members, 1); /* seat 0: the caller */
   atomic_store(&job.team_size, 0);
   atomic_store(&job.closed, 0);
-  pthread_mutex_lock(&wake_lock);
-  atomic_fetch_add(&generation, 1);
-  if (sleeping_helpers) pthread_cond_broadcast(&wake_cv);
-  pthread_mutex_unlock(&wake_lock);
-  const uint64_t until = nrt_now_ns() + TEAM_WAIT_NS;
-  for (unsigned i = 0; !team_full(NULL); i++) {
-    if ((i & 63) == 63) {
-      if (nrt_now_ns() > until) break;
-      nrt_spin_yield();
-    }
-    nrt_cpu_relax();
-  }
+  wake_helpers();
+  spin_for(TEAM_WAIT_NS, team_full, NULL);
   const int size = atomic_exchange(&job.members, -1);
   atomic_store(&job.team_size, size);
   in_region = 1;
   fn(arg, 0, size);
   in_region = 0;
   atomic_store(&job.closed, 1);
-  if (!spin_until(helpers_done, NULL)) {
-    pthread_mutex_lock(&wake_lock);
-    while (!helpers_done(NULL)) pthread_cond_wait(&done_cv, &wake_lock);
-    pthread_mutex_unlock(&wake_lock);
-  }
+  wait_for_helpers();
   job.team = NULL;
   pthread_mutex_unlock(&region_lock);
 }

@@ -508,22 +508,16 @@ def test_profiler_shows_compiled_kernels(mlp):
 
 def hand_written_kernel(name, arg_types, body):
     """A launch handle for a kernel written here, wrapped as generated ones are."""
-    import ctypes
-
     from torch._inductor.codecache import CppCodeCache
 
+    from torch_neuronx._inductor.runtime import launch_handle
     from torch_neuronx._inductor.trampoline import arg_kinds, wrap_source
 
     params = ", ".join(f"{t} a{i}" for i, t in enumerate(arg_types))
     src = ("#include <torch/csrc/inductor/cpp_prefix.h>\n"
            f'extern "C" void kernel({params}) {{ {body} }}\n')
     lib = CppCodeCache.load(wrap_source(src, arg_types))
-    entry = ctypes.cast(lib.neuron_entry, ctypes.c_void_p).value
-    try:
-        bind = ctypes.cast(lib.neuron_bind_team, ctypes.c_void_p).value
-    except AttributeError:
-        bind = 0
-    return torch_neuronx._C._compiled_kernel(entry, name, arg_kinds(arg_types), bind)
+    return launch_handle(lib, name, arg_kinds(arg_types))
 
 
 def test_openmp_regions_are_compute_pool_teams():

@@ -14,6 +14,17 @@ from typing import Any
 from torch_neuronx import _C
 
 
+def launch_handle(lib: Any, name: str, kinds: list) -> Any:
+    """The launch handle of a loaded kernel library (ctypes): its entry point,
+    bound to the compute pool's teams when it has their functions."""
+    entry = ctypes.cast(lib.neuron_entry, ctypes.c_void_p).value
+    try:  # absent when the kernel keeps libgomp (omp_team.supports)
+        bind = ctypes.cast(lib.neuron_bind_team, ctypes.c_void_p).value
+    except AttributeError:
+        bind = 0
+    return _C._compiled_kernel(entry, name, kinds, bind)
+
+
 def load_kernel(async_compile: Any, name: str, arg_types: list[str], source: str) -> Any:
     """Compiles (or finds in Inductor's cache) a kernel library and returns its
     launch handle, or a future of it when Inductor compiles in parallel
@@ -26,12 +37,7 @@ def load_kernel(async_compile: Any, name: str, arg_types: list[str], source: str
     kinds = arg_kinds(arg_types)
 
     def handle(lib: Any) -> Any:
-        entry = ctypes.cast(lib.neuron_entry, ctypes.c_void_p).value
-        try:  # absent when the kernel keeps libgomp (omp_team.supports)
-            bind = ctypes.cast(lib.neuron_bind_team, ctypes.c_void_p).value
-        except AttributeError:
-            bind = 0
-        return _C._compiled_kernel(entry, name, kinds, bind)
+        return launch_handle(lib, name, kinds)
 
     # CppCodeCache (ctypes, device type "cpu": full optimisation; another
     # device type would build at -O1, torch/_inductor/codecache.py:3738).

@@ -43,6 +43,11 @@ static inline VT vlog_split(VT x, VI *e) {
   return ICAST_F(IADD(IAND(i, ISET(0x7fffff)), ISET(NK_SQRT1_2_BITS)));
 }
 
+/* e ln 2 + f + y, ln 2 in two parts (Cephes) */
+static inline VT vlog_join(VT e, VT f, VT y) {
+  return VFMADD(e, VSET(0.693359375), VADD(f, VFMADD(e, VSET(-2.12194440e-4), y)));
+}
+
 enum { NK_LOG_E, NK_LOG_2, NK_LOG_10 };
 
 static inline VT vlog_base(VT x, int base) {
@@ -58,7 +63,7 @@ static inline VT vlog_base(VT x, int base) {
   VT e = VADD(VCVT_F(ei), eadj);
   VT y = vlog_tail(f), r;
   if (base == NK_LOG_E) {
-    r = VFMADD(e, VSET(0.693359375), VADD(f, VFMADD(e, VSET(-2.12194440e-4), y)));
+    r = vlog_join(e, f, y);
   } else if (base == NK_LOG_2) {
     const VT hi = VSET(1.44269504088896341), lo = VSET(1.92596298909109e-08);
     VT t = VFMADD(f, lo, VMUL(y, hi));
@@ -95,7 +100,7 @@ static inline VT vlog1p(VT x) {
   VT f = VFMADD(c, s, VSUB(m, VSET(1.0)));
   VT e = VCVT_F(ei);
   VT y = vlog_tail(f);
-  VT r = VFMADD(e, VSET(0.693359375), VADD(f, VFMADD(e, VSET(-2.12194440e-4), y)));
+  VT r = vlog_join(e, f, y);
   r = VOR(r, VAND(x, VSET(-0.0f))); /* the sign of x: -0 stays -0 */
   if (VANY(odd)) {
     r = VSEL(VCMP(x, VSET(-1.0), LT), VSET(NAN), r);
