@@ -132,6 +132,31 @@ def test_reduction_over_a_transposed_operand(native):
     assert_same(out, f(x, y), **GRAD_TOL)
 
 
+@pytest.mark.parametrize("case", ["softmax", "gelu_tanh_reused"])
+def test_heavy_results_are_stored_as_on_the_cpu(case, native):
+    """Inductor stores a result of exp/tanh read twice on the CPU and
+    recomputes it on GPUs; neuron's C++ kernels run on the CPU's cores and
+    must store it too (workarounds.py G): the generated code has as many
+    exp/tanh as the CPU's."""
+    def softmax(x):
+        e = (x - x.amax(-1, keepdim=True)).exp()
+        return e / e.sum(-1, keepdim=True)
+
+    def gelu_tanh_reused(x):
+        t = (0.79788456 * (x + 0.044715 * x * x * x)).tanh()
+        return 0.5 * x * (1 + t) + t.sum(-1, keepdim=True)
+
+    f = {"softmax": softmax, "gelu_tanh_reused": gelu_tanh_reused}[case]
+    x = torch.randn(64, 256)
+    torch._dynamo.reset()
+    cpu_out, (cpu_code,) = run_and_get_code(torch.compile(f), x)
+    torch._dynamo.reset()
+    out, (code,) = run_and_get_code(torch.compile(f), x.to("neuron"))
+    heavy = re.compile(r"\.(exp|tanh)\(\)")
+    assert len(heavy.findall(code)) == len(heavy.findall(cpu_code)) > 0
+    assert_same(out, cpu_out, **GRAD_TOL)
+
+
 def test_avg_pool_ceil_mode_gradient(native):
     """ceil_mode windows past the input divide by their clipped size, as
     ATen's (workarounds.py F: Inductor's lowering divides by kernel area)."""

@@ -1,4 +1,4 @@
-"""Three torch 2.13 Inductor assumptions that do not hold for a C++-codegen
+"""Four torch 2.13 Inductor assumptions that do not hold for a C++-codegen
 device other than "cpu" or a GPU, and one wrong lowering, worked around for
 neuron only.
 
@@ -51,6 +51,19 @@ F. The ``avg_pool2d_backward`` lowering (lowering.py:6606) divides by
    neuron, that case is the upstream lowering's own extern call
    (``fallback_avg_pool2d_backward``: the device's avg_pool2d_backward
    kernel, not the CPU fallback).
+
+G. The realization heuristics treat every device that is not "cpu" as a GPU.
+   ``ir.is_cpu`` (torch/_inductor/ir.py:448, a device-type test) picks the
+   CPU's thresholds in ``Pointwise.has_large_inner_fn`` (:1086, 50 ops
+   instead of 30), ``StorageBox.has_exceeded_max_reads`` (:10074, 12 reads
+   instead of 8) and ``StorageBox.should_realize_on_reuse`` (:10099: a
+   result of exp/log/sigmoid/tanh read twice is stored, not recomputed).
+   A GPU is memory bound and recomputes; neuron's kernels are C++ on the
+   host's cores, where the recomputation costs what it costs the CPU.  The
+   softmax from primitives showed it: neuron's kernel computed ``exp``
+   twice per element where the CPU's stored it in a per-row local buffer,
+   and ran 29% slower single-threaded on the same memory.  The wrapper
+   answers True for neuron; ``is_cpu`` has no other caller in torch 2.13.
 """
 from __future__ import annotations
 
@@ -162,6 +175,21 @@ def _install_f() -> None:
     lowering.lowerings[op] = avg_pool2d_backward
 
 
+def _install_g() -> None:
+    import torch._inductor.ir as ir
+
+    upstream = ir.is_cpu
+    if getattr(upstream, "_neuron_workaround", False):
+        return
+
+    @functools.wraps(upstream)
+    def is_cpu(x: Any) -> bool:
+        return upstream(x) or ir.get_device_type(x) == "neuron"
+
+    is_cpu._neuron_workaround = True  # type: ignore[attr-defined]
+    ir.is_cpu = is_cpu
+
+
 def install() -> None:
     global _installed
     if not _installed:
@@ -169,4 +197,5 @@ def install() -> None:
         _install_c()
         _install_e()
         _install_f()
+        _install_g()
         _installed = True
