@@ -132,12 +132,14 @@ def test_reduction_over_a_transposed_operand(native):
     assert_same(out, f(x, y), **GRAD_TOL)
 
 
-@pytest.mark.parametrize("case", ["softmax", "gelu_tanh_reused"])
-def test_heavy_results_are_stored_as_on_the_cpu(case, native):
-    """Inductor stores a result of exp/tanh read twice on the CPU and
-    recomputes it on GPUs; neuron's C++ kernels run on the CPU's cores and
-    must store it too (workarounds.py G): the generated code has as many
-    exp/tanh as the CPU's."""
+@pytest.mark.parametrize("case", ["softmax", "gelu_tanh_reused", "layer_norm_256"])
+def test_generated_code_makes_the_cpus_choices(case, native):
+    """Inductor's heuristics test for device "cpu" and treat other devices as
+    GPUs; neuron's kernels are C++ on the CPU's cores and must get the CPU's
+    choices (workarounds.py G, H): a result of exp/tanh read twice is stored,
+    not recomputed, and a variance over at most 1024 elements is two sums,
+    not Welford's update.  The generated code has as many exp/tanh/Welford
+    calls as the CPU's."""
     def softmax(x):
         e = (x - x.amax(-1, keepdim=True)).exp()
         return e / e.sum(-1, keepdim=True)
@@ -146,14 +148,19 @@ def test_heavy_results_are_stored_as_on_the_cpu(case, native):
         t = (0.79788456 * (x + 0.044715 * x * x * x)).tanh()
         return 0.5 * x * (1 + t) + t.sum(-1, keepdim=True)
 
-    f = {"softmax": softmax, "gelu_tanh_reused": gelu_tanh_reused}[case]
+    def layer_norm_256(x):
+        return F.layer_norm(x, (256,))
+
+    f = {"softmax": softmax, "gelu_tanh_reused": gelu_tanh_reused,
+         "layer_norm_256": layer_norm_256}[case]
     x = torch.randn(64, 256)
-    torch._dynamo.reset()
-    cpu_out, (cpu_code,) = run_and_get_code(torch.compile(f), x)
-    torch._dynamo.reset()
-    out, (code,) = run_and_get_code(torch.compile(f), x.to("neuron"))
-    heavy = re.compile(r"\.(exp|tanh)\(\)")
-    assert len(heavy.findall(code)) == len(heavy.findall(cpu_code)) > 0
+    with torch._inductor.config.patch(force_disable_caches=True):  # code of this torch_neuronx
+        torch._dynamo.reset()
+        cpu_out, (cpu_code,) = run_and_get_code(torch.compile(f), x)
+        torch._dynamo.reset()
+        out, (code,) = run_and_get_code(torch.compile(f), x.to("neuron"))
+    for construct in (r"\.exp\(\)", r"\.tanh\(\)", r"welford_combine"):
+        assert len(re.findall(construct, code)) == len(re.findall(construct, cpu_code)), construct
     assert_same(out, cpu_out, **GRAD_TOL)
 
 

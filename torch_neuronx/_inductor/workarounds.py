@@ -1,4 +1,4 @@
-"""Four torch 2.13 Inductor assumptions that do not hold for a C++-codegen
+"""Five torch 2.13 Inductor assumptions that do not hold for a C++-codegen
 device other than "cpu" or a GPU, and one wrong lowering, worked around for
 neuron only.
 
@@ -64,6 +64,15 @@ G. The realization heuristics treat every device that is not "cpu" as a GPU.
    twice per element where the CPU's stored it in a per-row local buffer,
    and ran 29% slower single-threaded on the same memory.  The wrapper
    answers True for neuron; ``is_cpu`` has no other caller in torch 2.13.
+
+H. ``lowering.use_two_step_variance`` (torch/_inductor/lowering.py:7079)
+   picks the CPU's rule only for ``device.type == "cpu"``: a variance over
+   at most ``config.cpp.use_two_step_variance_threshold`` (1024) elements
+   is a sum and a sum of squares, vectorised; any other device that is not
+   CUDA gets ``unroll_reductions_threshold`` (8), so neuron's LayerNorms
+   ran Welford's update per element where the CPU's C++ runs two sums.
+   For neuron the wrapper applies the CPU branch (same threshold, same
+   "not for a single output" rule).
 """
 from __future__ import annotations
 
@@ -190,6 +199,34 @@ def _install_g() -> None:
     ir.is_cpu = is_cpu
 
 
+def _install_h() -> None:
+    import sympy
+    import torch._inductor.lowering as lowering
+    from torch._inductor import config
+    from torch._inductor.utils import sympy_product
+
+    upstream = lowering.use_two_step_variance
+    if getattr(upstream, "_neuron_workaround", False):
+        return
+
+    @functools.wraps(upstream)
+    def use_two_step_variance(x, axis, keepdim, input_dtype):
+        if not _is_neuron_node(x):
+            return upstream(x, axis, keepdim, input_dtype)
+        # upstream's branch for device.type == "cpu"
+        axis = lowering._validate_reduction_axis(x, axis)
+        kwargs = lowering._make_reduction_inner(
+            x, axis=axis, keepdims=keepdim, dtype=None, override_return_dtype=None)
+        numel = sympy_product(kwargs["reduction_ranges"])
+        if not isinstance(numel, sympy.Integer):
+            return False
+        return (int(numel) <= config.cpp.use_two_step_variance_threshold
+                and sympy_product(kwargs["ranges"]) != 1)
+
+    use_two_step_variance._neuron_workaround = True  # type: ignore[attr-defined]
+    lowering.use_two_step_variance = use_two_step_variance
+
+
 def install() -> None:
     global _installed
     if not _installed:
@@ -198,4 +235,5 @@ def install() -> None:
         _install_e()
         _install_f()
         _install_g()
+        _install_h()
         _installed = True
