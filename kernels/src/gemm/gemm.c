@@ -675,17 +675,23 @@ static void gemm_one(const gemm_plan *p, const gemm_buffers *buf, int64_t bi, in
   pn.cdata = p->has_c ? (const char *)p->c.data + bi * p->c.strides[0] : NULL;
   const int mr = p->arch.mr, nr = p->arch.nr;
   const int threads = parallel ? buf->workers : 1;
-  /* MC: the cache's, but small enough to give every thread some rows.
-   * Narrow products (B's columns in at most two slivers per thread) split
-   * m alone, into ~4 blocks per thread: a jr split there would have every
-   * worker pack the same A block for its few columns (a 1024x64x64
-   * product packed A twice over on 2 threads, for 64 multiply-adds per
-   * packed element), while the B panel every block re-reads is small. */
+  /* MC: the cache's, but small enough to give every thread ~4 blocks of
+   * rows, each claimed whole (an item is one ic block's row of jr chunks
+   * when there are enough blocks): with one block per thread (mc = m /
+   * threads), the jr split had both workers pack the same A block for
+   * their halves of its columns -- A packed twice, which cost 20-25% of a
+   * 1024x256 @ 256x256 product on 2 threads (Xeon, AVX-512).  Blocks stay
+   * at least 8 micro-tiles tall (512^3 lost 5% with 6).  Below that,
+   * narrow products (B's columns in at most two slivers per thread) still
+   * split m alone into blocks of 2 tiles, and the rest split m by thread
+   * and n by jr chunks. */
   pn.mc = p->mc;
   if (threads > 1) {
     const int64_t share = round_up((p->m + threads - 1) / threads, mr);
     const int64_t quarter = round_up((p->m + 4 * threads - 1) / (4 * threads), mr);
-    if (round_up(p->n, nr) <= 2 * threads * nr && p->m >= 4 * threads * 2 * mr && quarter < pn.mc)
+    if (quarter >= 8 * mr && quarter < pn.mc)
+      pn.mc = quarter;
+    else if (round_up(p->n, nr) <= 2 * threads * nr && p->m >= 4 * threads * 2 * mr && quarter < pn.mc)
       pn.mc = quarter;
     else if (share < pn.mc)
       pn.mc = share < 4 * mr && p->m > 4 * mr && 4 * mr <= p->mc ? 4 * mr : share;
