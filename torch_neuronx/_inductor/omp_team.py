@@ -57,6 +57,8 @@ SOURCE = r"""
 #include <climits>
 #include <linux/futex.h>
 #include <sys/syscall.h>
+#include <sched.h>
+#include <time.h>
 #include <unistd.h>
 namespace neuron_team {
 // What the launch module hands the library (torch_neuronx/csrc/compiled.cpp, TeamApi).
@@ -75,11 +77,21 @@ struct Region {
   std::atomic<int> sleepers{0};
   std::atomic<unsigned> singles{0};
 };
-// A barrier waiter polls briefly, then sleeps on the phase word: on a
+// A barrier waiter polls for up to kBarrierPollNs, yielding its core every
+// 64 polls, then sleeps on the phase word.  Polling: a member that joined
+// late (a helper woken from sleep, tens of microseconds on a VM) reaches the
+// barrier after the others, and a sleeper then costs another wake-up; with
+// 2048 pause-polls (~100 us) and then a futex, a compiled LayerNorm over
+// 1024x256 ran 200 us where its work is 45 us.  Yielding and the bound: on a
 // machine with more runnable threads than cores, the member everyone waits
-// for may be the one a spinner keeps off its core (polling until it gets a
-// turn cost a scheduler slice, milliseconds, per barrier).
-constexpr unsigned kBarrierPolls = 2048;
+// for may be the one a poller keeps off its core (polling without either
+// cost a scheduler slice, milliseconds, per barrier).
+constexpr long kBarrierPollNs = 300000;
+static long monotonic_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1000000000L + ts.tv_nsec;
+}
 static void futex_wait(std::atomic<unsigned>* word, unsigned seen) {
   syscall(SYS_futex, reinterpret_cast<unsigned*>(word), FUTEX_WAIT_PRIVATE, seen, nullptr,
           nullptr, 0);
@@ -150,8 +162,14 @@ __attribute__((visibility("hidden"))) void GOMP_barrier(void) {
     if (r->sleepers.load() != 0) futex_wake_all(&r->phase);
     return;
   }
-  for (unsigned i = 0; i < kBarrierPolls; ++i) {
+  long until = 0;
+  for (unsigned i = 1;; ++i) {
     if (r->phase.load(std::memory_order_acquire) != phase) return;
+    if ((i & 63) == 0) {
+      const long now = monotonic_ns();
+      if (until == 0) until = now + kBarrierPollNs;
+      else if (now > until) break;
+    }
     __builtin_ia32_pause();
   }
   r->sleepers.fetch_add(1);
