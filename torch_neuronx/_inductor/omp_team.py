@@ -77,16 +77,18 @@ struct Region {
   std::atomic<int> sleepers{0};
   std::atomic<unsigned> singles{0};
 };
-// A barrier waiter polls for up to kBarrierPollNs, yielding its core every
-// 64 polls, then sleeps on the phase word.  Polling: a member that joined
-// late (a helper woken from sleep, tens of microseconds on a VM) reaches the
-// barrier after the others, and a sleeper then costs another wake-up; with
-// 2048 pause-polls (~100 us) and then a futex, a compiled LayerNorm over
-// 1024x256 ran 200 us where its work is 45 us.  Yielding and the bound: on a
-// machine with more runnable threads than cores, the member everyone waits
-// for may be the one a poller keeps off its core (polling without either
-// cost a scheduler slice, milliseconds, per barrier).
-constexpr long kBarrierPollNs = 300000;
+// A barrier waiter polls for up to kBarrierPollNs (from kBarrierPollAloneNs
+// on, yielding its core every 64 polls), then sleeps on the phase word.
+// Polling: a member that joined late (a helper woken from sleep, tens of
+// microseconds on a VM) reaches the barrier after the others, and a sleeper
+// then costs another wake-up; with ~100 us of pause-polls and then a futex,
+// a compiled LayerNorm over 1024x256 took ~285 us per call for 45 us of
+// work (~160-220 us now).  Yielding and the bound: with more runnable
+// threads than cores the member everyone waits for, or the host thread,
+// may be the one a poller keeps off its core (polling without yielding
+// for 300 us made the MLP example's compiled step 15% slower; unbounded
+// polling cost a scheduler slice, milliseconds, per barrier).
+constexpr long kBarrierPollNs = 300000, kBarrierPollAloneNs = 20000;
 static long monotonic_ns() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -162,13 +164,14 @@ __attribute__((visibility("hidden"))) void GOMP_barrier(void) {
     if (r->sleepers.load() != 0) futex_wake_all(&r->phase);
     return;
   }
-  long until = 0;
+  long start = 0;
   for (unsigned i = 1;; ++i) {
     if (r->phase.load(std::memory_order_acquire) != phase) return;
     if ((i & 63) == 0) {
-      const long now = monotonic_ns();
-      if (until == 0) until = now + kBarrierPollNs;
-      else if (now > until) break;
+      const long waited = start == 0 ? 0 : monotonic_ns() - start;
+      if (start == 0) start = monotonic_ns();
+      if (waited > kBarrierPollNs) break;
+      if (waited > kBarrierPollAloneNs) sched_yield();
     }
     __builtin_ia32_pause();
   }
