@@ -23,7 +23,7 @@ from torch._inductor.custom_graph_pass import CustomGraphModulePass
 
 # Bump on any change to what torch_neuronx/_inductor generates (wrapper lines,
 # kernel prologue, trampoline, launch protocol).
-CODEGEN_VERSION = "neuron-codegen-13"
+CODEGEN_VERSION = "neuron-codegen-14"
 
 
 def kernel_threads() -> int:

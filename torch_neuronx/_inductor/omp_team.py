@@ -168,8 +168,9 @@ __attribute__((visibility("hidden"))) void GOMP_barrier(void) {
   for (unsigned i = 1;; ++i) {
     if (r->phase.load(std::memory_order_acquire) != phase) return;
     if ((i & 63) == 0) {
-      const long waited = start == 0 ? 0 : monotonic_ns() - start;
-      if (start == 0) start = monotonic_ns();
+      const long now = monotonic_ns();
+      if (start == 0) start = now;
+      const long waited = now - start;
       if (waited > kBarrierPollNs) break;
       if (waited > kBarrierPollAloneNs) sched_yield();
     }

@@ -112,53 +112,55 @@ def _install_a() -> None:
             setattr(Scheduler, name, _skip_for_neuron(method, not_applicable))
 
 
+def _rebind(name: str, make: Callable[[Callable], Callable], *modules: Any) -> None:
+    """Replaces function `name` of modules[0] by make(upstream), in every one
+    of `modules` that imported it by name; once (a second call finds it marked)."""
+    upstream = getattr(modules[0], name)
+    if getattr(upstream, "_neuron_workaround", False):
+        return
+    wrapper = functools.wraps(upstream)(make(upstream))
+    wrapper._neuron_workaround = True  # type: ignore[attr-defined]
+    for module in modules:
+        if getattr(module, name, None) is upstream:
+            setattr(module, name, wrapper)
+
+
 def _install_c() -> None:
     import torch._inductor.codegen.common as common
     import torch._inductor.kernel.mm_common as mm_common
     import torch._inductor.scheduler as scheduler
     import torch._inductor.utils as utils
 
-    upstream = utils.get_current_backend
-    if getattr(upstream, "_neuron_workaround", False):
-        return
+    def make(upstream: Callable) -> Callable:
+        def get_current_backend(device_type: str | None = None) -> str:
+            if not device_type:
+                from torch._inductor.virtualized import V
 
-    @functools.wraps(upstream)
-    def get_current_backend(device_type: str | None = None) -> str:
-        if not device_type:
-            from torch._inductor.virtualized import V
+                device_type = V.graph.get_current_device_or_throw().type
+            if device_type == "neuron":
+                return "cpp"
+            return upstream(device_type)
+        return get_current_backend
 
-            device_type = V.graph.get_current_device_or_throw().type
-        if device_type == "neuron":
-            return "cpp"
-        return upstream(device_type)
-
-    get_current_backend._neuron_workaround = True  # type: ignore[attr-defined]
-    for module in (utils, common, scheduler, mm_common):
-        if getattr(module, "get_current_backend", None) is upstream:
-            module.get_current_backend = get_current_backend
+    _rebind("get_current_backend", make, utils, common, scheduler, mm_common)
 
 
 def _install_e() -> None:
     import torch._inductor.scheduler as scheduler
     import torch._inductor.utils as utils
 
-    upstream = utils.device_need_guard
-    if getattr(upstream, "_neuron_workaround", False):
-        return
+    def make(upstream: Callable) -> Callable:
+        def device_need_guard(device: str) -> bool:
+            if device == "neuron":
+                from torch._inductor.virtualized import V
 
-    @functools.wraps(upstream)
-    def device_need_guard(device: str) -> bool:
-        if device == "neuron":
-            from torch._inductor.virtualized import V
+                graph_scheduler = getattr(V.graph, "scheduler", None)
+                return bool(graph_scheduler is not None
+                            and graph_scheduler._has_multi_stream_nodes())
+            return upstream(device)
+        return device_need_guard
 
-            graph_scheduler = getattr(V.graph, "scheduler", None)
-            return bool(graph_scheduler is not None and graph_scheduler._has_multi_stream_nodes())
-        return upstream(device)
-
-    device_need_guard._neuron_workaround = True  # type: ignore[attr-defined]
-    for module in (utils, scheduler):
-        if getattr(module, "device_need_guard", None) is upstream:
-            module.device_need_guard = device_need_guard
+    _rebind("device_need_guard", make, utils, scheduler)
 
 
 def _install_f() -> None:
@@ -187,16 +189,12 @@ def _install_f() -> None:
 def _install_g() -> None:
     import torch._inductor.ir as ir
 
-    upstream = ir.is_cpu
-    if getattr(upstream, "_neuron_workaround", False):
-        return
+    def make(upstream: Callable) -> Callable:
+        def is_cpu(x: Any) -> bool:
+            return upstream(x) or ir.get_device_type(x) == "neuron"
+        return is_cpu
 
-    @functools.wraps(upstream)
-    def is_cpu(x: Any) -> bool:
-        return upstream(x) or ir.get_device_type(x) == "neuron"
-
-    is_cpu._neuron_workaround = True  # type: ignore[attr-defined]
-    ir.is_cpu = is_cpu
+    _rebind("is_cpu", make, ir)
 
 
 def _install_h() -> None:
@@ -205,26 +203,22 @@ def _install_h() -> None:
     from torch._inductor import config
     from torch._inductor.utils import sympy_product
 
-    upstream = lowering.use_two_step_variance
-    if getattr(upstream, "_neuron_workaround", False):
-        return
+    def make(upstream: Callable) -> Callable:
+        def use_two_step_variance(x, axis, keepdim, input_dtype):
+            if not _is_neuron_node(x):
+                return upstream(x, axis, keepdim, input_dtype)
+            # upstream's branch for device.type == "cpu"
+            axis = lowering._validate_reduction_axis(x, axis)
+            kwargs = lowering._make_reduction_inner(
+                x, axis=axis, keepdims=keepdim, dtype=None, override_return_dtype=None)
+            numel = sympy_product(kwargs["reduction_ranges"])
+            if not isinstance(numel, sympy.Integer):
+                return False
+            return (int(numel) <= config.cpp.use_two_step_variance_threshold
+                    and sympy_product(kwargs["ranges"]) != 1)
+        return use_two_step_variance
 
-    @functools.wraps(upstream)
-    def use_two_step_variance(x, axis, keepdim, input_dtype):
-        if not _is_neuron_node(x):
-            return upstream(x, axis, keepdim, input_dtype)
-        # upstream's branch for device.type == "cpu"
-        axis = lowering._validate_reduction_axis(x, axis)
-        kwargs = lowering._make_reduction_inner(
-            x, axis=axis, keepdims=keepdim, dtype=None, override_return_dtype=None)
-        numel = sympy_product(kwargs["reduction_ranges"])
-        if not isinstance(numel, sympy.Integer):
-            return False
-        return (int(numel) <= config.cpp.use_two_step_variance_threshold
-                and sympy_product(kwargs["ranges"]) != 1)
-
-    use_two_step_variance._neuron_workaround = True  # type: ignore[attr-defined]
-    lowering.use_two_step_variance = use_two_step_variance
+    _rebind("use_two_step_variance", make, lowering)
 
 
 def install() -> None:

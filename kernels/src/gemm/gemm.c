@@ -689,9 +689,8 @@ static void gemm_one(const gemm_plan *p, const gemm_buffers *buf, int64_t bi, in
   if (threads > 1) {
     const int64_t share = round_up((p->m + threads - 1) / threads, mr);
     const int64_t quarter = round_up((p->m + 4 * threads - 1) / (4 * threads), mr);
-    if (quarter >= 8 * mr && quarter < pn.mc)
-      pn.mc = quarter;
-    else if (round_up(p->n, nr) <= 2 * threads * nr && p->m >= 4 * threads * 2 * mr && quarter < pn.mc)
+    const int narrow = round_up(p->n, nr) <= 2 * threads * nr;
+    if (quarter < pn.mc && (quarter >= 8 * mr || (narrow && p->m >= 8 * threads * mr)))
       pn.mc = quarter;
     else if (share < pn.mc)
       pn.mc = share < 4 * mr && p->m > 4 * mr && 4 * mr <= p->mc ? 4 * mr : share;
