@@ -1251,6 +1251,7 @@ typedef struct nk_embedding_bag_params {
 typedef enum nk_isa { NK_ISA_PORTABLE = 0, NK_ISA_AVX2, NK_ISA_AVX512 } nk_isa;
 nk_isa nk_cpu_isa(void);               /* detected once; TORCHNEURON_ISA=portable|avx2|avx512 caps it */
 const char *nk_isa_name(nk_isa isa);
+int nk_cpu_has_avx512bf16(void);       /* AVX512_BF16 (+BW/VL/DQ), within the cap */
 
 /* Registers every kernel id above with the runtime.  Idempotent. */
 nrt_status nk_register_kernels(void);

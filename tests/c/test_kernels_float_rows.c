@@ -14,6 +14,7 @@
  * result on the widened input, rounded (the 16-bit contract: compute in
  * float32, round once); copies from tk_expected. */
 #define _POSIX_C_SOURCE 200809L
+#include "common/half_rows.h"
 #include "test_kernels_util.h"
 
 static const nrt_dtype halves[2] = {NRT_BFLOAT16, NRT_FLOAT16};
@@ -297,7 +298,40 @@ static void test_copy_halves(void) {
     }
 }
 
+/* ------------------------------------------------------------------ rounding */
+
+/* Every float32 -> bfloat16 rounding this CPU can run (the AVX512_BF16
+ * instruction with its NaN/subnormal fall-back, the AVX-512 integer one,
+ * AVX2's, the portable one) against dtype_convert.h's scalar rounding, on
+ * runs of 64 consecutive bit patterns spread over all 2^32 (every sign,
+ * exponent, NaN payload and subnormal range; runs mix fast-path and
+ * fall-back vectors).  The sweep does not depend on the ISA cap, so it runs
+ * once, under the avx512 cap. */
+static void test_bf16_rounding_sweep(void) {
+  if (nk_cpu_isa() != NK_ISA_AVX512) return;
+  typedef void (*out_fn)(nrt_dtype, char *, int64_t, int64_t, const float *);
+  const out_fn outs[] = {nk_half_out_portable, nk_half_out_avx2, nk_half_out_avx512,
+                         nk_half_out_avx512bf16};
+  const int n_outs = nk_cpu_has_avx512bf16() ? 4 : 3;
+  enum { RUN = 64 };
+  int64_t bad[4] = {0};
+  for (uint64_t base = 0; base < (1ull << 32); base += RUN * 4099) {
+    uint32_t bits[RUN];
+    float v[RUN];
+    uint16_t want[RUN], got[RUN];
+    for (int i = 0; i < RUN; i++) bits[i] = (uint32_t)(base + (uint64_t)i);
+    memcpy(v, bits, sizeof v);
+    for (int i = 0; i < RUN; i++) nk_store_f32(NRT_BFLOAT16, &want[i], v[i]);
+    for (int f = 0; f < n_outs; f++) {
+      outs[f](NRT_BFLOAT16, (char *)got, 2, RUN, v);
+      for (int i = 0; i < RUN; i++) bad[f] += got[i] != want[i];
+    }
+  }
+  for (int f = 0; f < n_outs; f++) CHECK(bad[f] == 0);
+}
+
 static void tests(void) {
+  test_bf16_rounding_sweep();
   test_binary_halves();
   test_binary_row_broadcast_and_mixed();
   test_unary_halves();

@@ -49,3 +49,22 @@ nk_isa nk_cpu_isa(void) {
   }
   return (nk_isa)isa;
 }
+
+/* AVX512_BF16 (with BW, VL and DQ, which every CPU that has it has): the
+ * *_avx512bf16_* variants, within the TORCHNEURON_ISA cap (avx512). */
+int nk_cpu_has_avx512bf16(void) {
+#if defined(__x86_64__)
+  static atomic_int cached = -1; /* racing first callers compute the same answer */
+  int v = atomic_load_explicit(&cached, memory_order_relaxed);
+  if (v < 0) {
+    __builtin_cpu_init();
+    v = nk_cpu_isa() == NK_ISA_AVX512 && __builtin_cpu_supports("avx512bf16") &&
+        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+        __builtin_cpu_supports("avx512dq");
+    atomic_store_explicit(&cached, v, memory_order_relaxed);
+  }
+  return v;
+#else
+  return 0;
+#endif
+}

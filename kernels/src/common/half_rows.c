@@ -12,6 +12,7 @@ const nk_half_fns *nk_half_pick(void) {
       {nk_half_in_portable, nk_half_out_portable},
       {nk_half_in_avx2, nk_half_out_avx2},
       {nk_half_in_avx512, nk_half_out_avx512},
+      {nk_half_in_avx512bf16, nk_half_out_avx512bf16},
   };
-  return &fns[nk_cpu_isa()];
+  return &fns[nk_cpu_has_avx512bf16() ? 3 : nk_cpu_isa()];
 }

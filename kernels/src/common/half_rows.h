@@ -31,6 +31,7 @@ const nk_half_fns *nk_half_pick(void);
 NK_HALF_DECLARE(portable)
 NK_HALF_DECLARE(avx2)
 NK_HALF_DECLARE(avx512)
+NK_HALF_DECLARE(avx512bf16)
 #undef NK_HALF_DECLARE
 
 NK_INLINE const float *nk_half_in(nrt_dtype t, const char *x, int64_t st, int64_t m, float *buf) {

@@ -68,4 +68,9 @@ static inline VT vldexp(VT y, VT n) {
   return VMUL(VMUL(y, s1), s2);
 }
 
+/* a / b (simd_avx512_f32.h's reciprocal form needs rcp14's 14 bits;
+ * AVX2's 12-bit rcpps would need a second Newton step, and its divider
+ * takes 8 lanes per ~5 cycles: the division stays). */
+static inline VT vdiv_fast(VT a, VT b) { return VDIV(a, b); }
+
 #endif /* NK_SIMD_AVX2_F32_H */

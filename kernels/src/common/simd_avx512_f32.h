@@ -63,4 +63,22 @@
  * and keeps subnormal results and overflow to inf. */
 static inline VT vldexp(VT y, VT n) { return _mm512_scalef_ps(y, n); }
 
+/* a / b without the divider, for the activations' 1/(1+e) forms: a 14-bit
+ * reciprocal, one Newton step, then one correction of the quotient
+ * (Markstein): six pipelined FMA-port instructions where vdivps holds the
+ * divider for ~16 cycles per vector.  The quotient is the correctly rounded
+ * one but in rare cases, which are one ulp off (test_kernels_unary_ulp
+ * bounds the ops built on it).  Every special operand (b zero, subnormal
+ * below 2^-128, infinite or NaN; a infinite or NaN) and an overflowing
+ * quotient make q NaN here, and a vector with a NaN lane is divided
+ * exactly instead, so the special values are vdivps's own. */
+static inline VT vdiv_fast(VT a, VT b) {
+  const VT y0 = _mm512_rcp14_ps(b);
+  const VT y1 = VFMADD(y0, VFNMADD(b, y0, VSET(1.0f)), y0);
+  const VT q0 = VMUL(a, y1);
+  const VT q = VFMADD(VFNMADD(b, q0, a), y1, q0);
+  if (__builtin_expect(_mm512_cmp_ps_mask(q, q, _CMP_UNORD_Q) != 0, 0)) return VDIV(a, b);
+  return q;
+}
+
 #endif /* NK_SIMD_AVX512_F32_H */

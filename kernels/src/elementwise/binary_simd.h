@@ -30,7 +30,7 @@ void nk_binary_avx512_f32(nk_binop k, int64_t n, void *out, const void *a, bool 
 void nk_binary_avx512_f64(nk_binop k, int64_t n, void *out, const void *a, bool a_bcast,
                           const void *b, bool b_bcast, const nk_alpha *alpha);
 
-/* float16/bfloat16 rows (binary_avx512_half.c): out, a and b contiguous
+/* float16/bfloat16 rows (binary_half_avx512_impl.h): out, a and b contiguous
  * in dtype t, except an input given as a float value (a_bcast / b_bcast
  * non-NULL: broadcast along the row); computed in float32, rounded once. */
 typedef void (*nk_binary_half_fn)(nrt_dtype t, nk_binop k, int64_t n, void *out, const void *a,
@@ -39,5 +39,8 @@ typedef void (*nk_binary_half_fn)(nrt_dtype t, nk_binop k, int64_t n, void *out,
 void nk_binary_avx512_half(nrt_dtype t, nk_binop k, int64_t n, void *out, const void *a,
                            const float *a_bcast, const void *b, const float *b_bcast,
                            const nk_alpha *alpha);
+void nk_binary_avx512bf16_half(nrt_dtype t, nk_binop k, int64_t n, void *out, const void *a,
+                               const float *a_bcast, const void *b, const float *b_bcast,
+                               const nk_alpha *alpha);
 
 #endif /* NK_BINARY_SIMD_H */

@@ -6,6 +6,9 @@
  * about 1-1.6 ulp; erfc up to 3.4, atan up to 2.3),
  * sigmoid, silu, tanh, gelu (erf form and tanh form), relu, abs, neg,
  * and the correctly rounded sqrt, rsqrt (1 / sqrt) and reciprocal.
+ * The activations divide with vdiv_fast (the ISA header's: a reciprocal
+ * and a corrected quotient on AVX-512, the division on AVX2), which is the
+ * divider's quotient but for rare one-ulp cases and takes no divider.
  *
  * Built on exp:
  *   sigmoid(x) = 1 / (1 + exp(-x)),  silu(x) = x / (1 + exp(-x)) (ATen's
@@ -36,7 +39,7 @@ static inline VT vtanh(VT x) {
   VT ax = vabs(x);
   /* |x| >= 0.625: 1 - 2 / (exp(2|x|) + 1) */
   VT e = vexp(VADD(ax, ax));
-  VT big = VSUB(VSET(1.0), VDIV(VSET(2.0), VADD(e, VSET(1.0))));
+  VT big = VSUB(VSET(1.0), vdiv_fast(VSET(2.0), VADD(e, VSET(1.0))));
   /* |x| < 0.625: Cephes' odd polynomial */
   VT z = VMUL(ax, ax);
   VT p = VSET(-5.70498872745E-3);
@@ -52,7 +55,7 @@ static inline VT vtanh(VT x) {
 /* 1 + erf(x / sqrt 2) */
 static inline VT one_plus_erf(VT x) {
   VT z = vabs(VMUL(x, VSET(0.70710678118654752440)));
-  VT t = VDIV(VSET(1.0), VFMADD(VSET(0.5), z, VSET(1.0)));
+  VT t = vdiv_fast(VSET(1.0), VFMADD(VSET(0.5), z, VSET(1.0)));
   VT p = VSET(0.17087277);
   p = VFMADD(p, t, VSET(-0.82215223));
   p = VFMADD(p, t, VSET(1.48851587));
@@ -81,14 +84,14 @@ static inline VT body(nk_unary_op op, VT x) {
   case NK_UNARY_SIN: return vsin(x);
   case NK_UNARY_COS: return vcos(x);
   case NK_UNARY_ATAN: return vatan(x);
-  case NK_UNARY_SIGMOID: return VDIV(VSET(1.0), VADD(VSET(1.0), vexp(VXOR(x, VSET(-0.0f)))));
-  case NK_UNARY_SILU: return VDIV(x, VADD(VSET(1.0), vexp(VXOR(x, VSET(-0.0f)))));
+  case NK_UNARY_SIGMOID: return vdiv_fast(VSET(1.0), VADD(VSET(1.0), vexp(VXOR(x, VSET(-0.0f)))));
+  case NK_UNARY_SILU: return vdiv_fast(x, VADD(VSET(1.0), vexp(VXOR(x, VSET(-0.0f)))));
   case NK_UNARY_TANH: return vtanh(x);
   case NK_UNARY_GELU: return VMUL(VMUL(x, VSET(0.5)), one_plus_erf(x));
   case NK_UNARY_GELU_TANH: {
     VT x3 = VMUL(VMUL(x, x), x);
     VT u = VMUL(VSET(0.7978845608028654), VFMADD(VSET(0.044715), x3, x));
-    return VDIV(x, VADD(VSET(1.0), vexp(VMUL(u, VSET(-2.0)))));
+    return vdiv_fast(x, VADD(VSET(1.0), vexp(VMUL(u, VSET(-2.0)))));
   }
   case NK_UNARY_RELU:
     return VSEL(VCMP(x, VZERO(), LT), VZERO(), x);
@@ -167,7 +170,7 @@ static inline VT bw_body(nk_unary_backward_op op, VT a, VT b, const nk_uprm *p) 
     return VMUL(a, VFMADD(VMUL(left, tanh_d), inner_d, left_d));
   }
   case NK_UNARY_BW_SILU: {
-    VT sg = VDIV(one, VADD(one, vexp(VXOR(b, VSET(-0.0f)))));
+    VT sg = vdiv_fast(one, VADD(one, vexp(VXOR(b, VSET(-0.0f)))));
     return VMUL(VMUL(a, sg), VFMADD(b, VSUB(one, sg), one));
   }
   default: /* THRESHOLD: a = x, b = other */

@@ -123,20 +123,7 @@ typedef struct gemm_arch {
 
 /* The AVX512_BF16 dot-product kernel: within the TORCHNEURON_ISA cap
  * (avx512) and on a CPU that has the instruction. */
-static int has_bf16_dot(void) {
-#if defined(__x86_64__)
-  static int known = -1; /* racing first callers compute the same answer */
-  int v = __atomic_load_n(&known, __ATOMIC_RELAXED);
-  if (v < 0) {
-    __builtin_cpu_init();
-    v = nk_cpu_isa() == NK_ISA_AVX512 && __builtin_cpu_supports("avx512bf16");
-    __atomic_store_n(&known, v, __ATOMIC_RELAXED);
-  }
-  return v;
-#else
-  return 0;
-#endif
-}
+static int has_bf16_dot(void) { return nk_cpu_has_avx512bf16(); }
 
 static int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
 
