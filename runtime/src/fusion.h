@@ -49,6 +49,21 @@
  * FUSE_ROW_MIN (a narrow inner dim) keep the per-tile kernel calls. */
 #define FUSE_ROW_ELEMENTS 2048
 #define FUSE_ROW_MIN 256
+/* Row mode stages a stored output of at least this many bytes: its members
+ * write a row-sized staging buffer (later members read it there), and after
+ * the row's members ran, the row goes to memory with non-temporal stores.
+ * A store that misses the cache otherwise first reads the line (read for
+ * ownership): three stored outputs of 2^24 floats took 13 ms fused against
+ * 10 ms unfused, whose large rows already stream (binary_simd.h, the same
+ * 4 MiB bound). */
+#define FUSE_STREAM_BYTES (4 << 20)
+#define FUSE_MAX_STAGE 8
+/* Row mode prefetches, a row ahead, each input read from memory of at
+ * least this many bytes (fusion_rows.c: members' 8 KiB bursts are too
+ * short for the hardware prefetchers; Adam from plain ops on 1M-element
+ * parameters: 9.1 -> 7.8-8.3 ms per 8 parameters). */
+#define FUSE_MAX_PREFETCH 16
+#define FUSE_PREFETCH_BYTES (1 << 20)
 
 typedef struct fuse_version {
   const nrt_operand *view; /* a member's refined operand: pointer, dtype, strides */
@@ -57,6 +72,7 @@ typedef struct fuse_version {
   int first_member, last_member;
   bool first_is_write, written, freed, dense;
   int scratch; /* slot when elided, else -1 */
+  int stage;   /* row mode: staging slot of a large stored output, else -1 */
 } fuse_version;
 
 typedef struct fuse_const {
@@ -73,6 +89,8 @@ typedef struct fuse_member {
   nrt_operand ops[NRT_MAX_OPERANDS];     /* refined to the group's shape */
   int16_t version[NRT_MAX_OPERANDS];     /* fuse_version index */
   int16_t konst[NRT_MAX_OPERANDS];       /* fuse_const read instead, or -1 */
+  bool staged[NRT_MAX_OPERANDS];         /* row mode: the access is to the staging row
+                                            (the write, and reads after the first one) */
 } fuse_member;
 
 /* One item of the group in program order. */
@@ -97,6 +115,10 @@ typedef struct fuse_group {
   int split;
   int64_t chunk, n_chunks, n_tiles;
   size_t scratch_bytes[FUSE_MAX_SCRATCH]; /* per slot, per tile */
+  int n_stage;
+  int stage_version[FUSE_MAX_STAGE]; /* staged versions, in version order */
+  int n_prefetch;
+  int prefetch_version[FUSE_MAX_PREFETCH]; /* large inputs read from memory (row mode) */
 } fuse_group;
 
 /* fusion_plan.c: builds the group at ring[head] from `queued` tasks;
@@ -113,7 +135,9 @@ int64_t nrt_fusion_tile_origin(const fuse_group *g, int64_t t, int64_t *idx);
 /* fusion_rows.c: whether the group may run in rows (members' row loops
  * captured by the caller), and one tile of it in rows. */
 bool nrt_fusion_rows_ok(const fuse_group *g);
+size_t nrt_fusion_stage_bytes(const fuse_group *g); /* a worker's staging rows */
 void nrt_fusion_run_rows(const fuse_group *g, const nrt_row_entry *entries, int64_t t,
-                         unsigned char *scratch, const size_t *slot_offset);
+                         unsigned char *scratch, const size_t *slot_offset,
+                         unsigned char *stage);
 
 #endif

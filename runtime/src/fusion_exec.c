@@ -27,11 +27,12 @@ struct nrt_fusion {
   int n_workers;
   worker *workers;
   size_t slot_offset[FUSE_MAX_SCRATCH + 1];
+  size_t stage_offset; /* the staging rows, after the scratch slots */
   atomic_int failed_member; /* the first member whose kernel failed, or -1 */
   char message[512];
 };
 
-static _Atomic uint64_t stat_groups, stat_tasks, stat_bytes, stat_verified, stat_rows;
+static _Atomic uint64_t stat_groups, stat_tasks, stat_bytes, stat_verified, stat_rows, stat_streamed;
 
 void nrt_fusion_stats_get(nrt_fusion_stats *out) {
   out->groups = atomic_load(&stat_groups);
@@ -39,6 +40,7 @@ void nrt_fusion_stats_get(nrt_fusion_stats *out) {
   out->bytes_not_written = atomic_load(&stat_bytes);
   out->groups_verified = atomic_load(&stat_verified);
   out->groups_in_rows = atomic_load(&stat_rows);
+  out->bytes_streamed = atomic_load(&stat_streamed);
 }
 
 void nrt_fusion_stats_reset(void) {
@@ -47,6 +49,7 @@ void nrt_fusion_stats_reset(void) {
   atomic_store(&stat_bytes, 0);
   atomic_store(&stat_verified, 0);
   atomic_store(&stat_rows, 0);
+  atomic_store(&stat_streamed, 0);
 }
 
 /* ------------------------------------------------------------ tiles */
@@ -139,7 +142,8 @@ static void run_tiles(void *arg, int64_t begin, int64_t end, int w) {
   worker *wk = &st->workers[w];
   if (st->rows) {
     for (int64_t t = begin; t < end; t++)
-      nrt_fusion_run_rows(g, st->entries, t, wk->scratch, st->slot_offset);
+      nrt_fusion_run_rows(g, st->entries, t, wk->scratch, st->slot_offset,
+                          wk->scratch + st->stage_offset);
     return;
   }
   prepare_tasks(g, wk->tasks);
@@ -164,6 +168,8 @@ static bool ensure_scratch(nrt_fusion *st) {
     st->slot_offset[s] = total;
     total += (g->scratch_bytes[s] + 63) & ~(size_t)63;
   }
+  st->stage_offset = total;
+  total += nrt_fusion_stage_bytes(g);
   for (int w = 0; w < st->n_workers && total; w++) {
     worker *wk = &st->workers[w];
     if (wk->scratch_cap >= total) continue;
@@ -336,7 +342,11 @@ uint64_t nrt_fusion_run(nrt_fusion **state, nrt_exec_ctx *ctx, nrt_stream *s, co
   for (int v = 0; v < g->n_versions; v++)
     if (g->versions[v].scratch >= 0) saved += (uint64_t)g->numel * g->versions[v].esize;
   atomic_fetch_add(&stat_groups, 1);
-  if (st->rows) atomic_fetch_add(&stat_rows, 1);
+  if (st->rows) {
+    atomic_fetch_add(&stat_rows, 1);
+    for (int s = 0; s < g->n_stage; s++)
+      atomic_fetch_add(&stat_streamed, (uint64_t)g->numel * g->versions[g->stage_version[s]].esize);
+  }
   atomic_fetch_add(&stat_tasks, (uint64_t)g->n_members);
   atomic_fetch_add(&stat_bytes, saved);
   if (tracing) {

@@ -310,6 +310,7 @@ static bool member_apply(fuse_group *g, fuse_member *m, int index) {
       ver->written = ver->freed = false;
       ver->dense = dense(w);
       ver->scratch = -1;
+      ver->stage = -1;
     }
     fuse_version *ver = &g->versions[match];
     ver->written |= write;
@@ -462,6 +463,49 @@ static void admit(fuse_group *g, nrt_exec_ctx *ctx) {
   g->n_members = members;
 }
 
+/* Which stored outputs row mode stages (fusion.h, FUSE_STREAM_BYTES): a
+ * version written before it is read (an in-place update's lines are in
+ * the cache already, from its read), not elided, contiguous along the row
+ * and large.
+ * A member's access goes to the staging row from the version's first
+ * write on (its reads before that, in-place ones included, read memory,
+ * which holds the value from before the group).  And which inputs it
+ * prefetches a row ahead (fusion_rows.c): large ones read from memory. */
+static void plan_staging(fuse_group *g) {
+  g->n_stage = 0;
+  const int inner = g->ndim - 1;
+  for (int v = 0; v < g->n_versions; v++) {
+    fuse_version *ver = &g->versions[v];
+    ver->stage = -1;
+    if (!ver->first_is_write || ver->scratch >= 0 || g->n_stage == FUSE_MAX_STAGE || inner < 0 ||
+        ver->view->strides[inner] != (int64_t)ver->esize ||
+        (uint64_t)g->numel * ver->esize < FUSE_STREAM_BYTES)
+      continue;
+    ver->stage = g->n_stage;
+    g->stage_version[g->n_stage++] = v;
+  }
+  bool written[FUSE_MAX_VERSIONS] = {false}, fetched[FUSE_MAX_VERSIONS] = {false};
+  g->n_prefetch = 0;
+  for (int m = 0; m < g->n_members; m++) {
+    fuse_member *mem = &g->members[m];
+    const int n = mem->task->n_operands;
+    for (int k = 0; k < n; k++) {
+      const int v = mem->konst[k] >= 0 ? -1 : mem->version[k];
+      mem->staged[k] = v >= 0 && g->versions[v].stage >= 0 && (k == 0 || written[v]);
+      /* a large input read from memory, contiguous along the row: prefetched */
+      const fuse_version *ver = v >= 0 ? &g->versions[v] : NULL;
+      if (k > 0 && ver && !mem->staged[k] && ver->scratch < 0 && !fetched[v] && !written[v] &&
+          g->n_prefetch < FUSE_MAX_PREFETCH && inner >= 0 &&
+          ver->view->strides[inner] == (int64_t)ver->esize &&
+          (uint64_t)g->numel * ver->esize >= FUSE_PREFETCH_BYTES) {
+        fetched[v] = true;
+        g->prefetch_version[g->n_prefetch++] = v;
+      }
+    }
+    if (mem->version[0] >= 0) written[mem->version[0]] = true;
+  }
+}
+
 bool nrt_fusion_plan(fuse_group *g, nrt_exec_ctx *ctx, const nrt_task *ring, unsigned ring_size,
                      uint64_t head, uint64_t queued) {
   points pts;
@@ -483,6 +527,7 @@ bool nrt_fusion_plan(fuse_group *g, nrt_exec_ctx *ctx, const nrt_task *ring, uns
     g->sink_item = -1;
   }
   if (scan(g) < 2) return false;
+  plan_staging(g);
   /* trailing items after the last member stay: hints, and constants whose
    * fills the executor stores */
   cut_tiles(g);

@@ -8,13 +8,61 @@
  *
  * The bits are those of the per-tile path: a row is a sub-box of the tile,
  * and the loop is the one the member's kernel picks for the tile (the
- * fusible contract: the same bits on any sub-box). */
+ * fusible contract: the same bits on any sub-box).
+ *
+ * Large stored outputs are staged (fusion.h, FUSE_STREAM_BYTES): written to
+ * a row buffer, read there by later members, and streamed to memory after
+ * the row; the bytes stored are the same, only the cache traffic differs. */
+#include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "fusion.h"
 
+/* The bytes of a staging slot: a row of the widest element (complex128). */
+#define STAGE_SLOT_BYTES ((size_t)FUSE_ROW_ELEMENTS * 16)
+
+size_t nrt_fusion_stage_bytes(const fuse_group *g) { return (size_t)g->n_stage * STAGE_SLOT_BYTES; }
+
+/* n bytes to dst without reading its lines first: non-temporal 16-byte
+ * stores between an unaligned head and tail.  The caller fences. */
+static void stream_copy(char *dst, const char *src, size_t n) {
+#if defined(__SSE2__)
+  size_t head = (size_t)(-(uintptr_t)dst & 15);
+  if (head > n) head = n;
+  memcpy(dst, src, head);
+  size_t i = head;
+  for (; i + 16 <= n; i += 16)
+    _mm_stream_si128((__m128i *)(void *)(dst + i), _mm_loadu_si128((const __m128i *)(const void *)(src + i)));
+  memcpy(dst + i, src + i, n - i);
+#else
+  memcpy(dst, src, n);
+#endif
+}
+
+/* A worker's view of one tile in rows. */
+typedef struct rows {
+  const fuse_group *g;
+  const nrt_row_entry *entries;
+  unsigned char *scratch, *stage;
+  const size_t *slot_offset;
+  bool pending;                  /* a row waits in idx/j0/n (one row of lookahead) */
+  int64_t idx[NRT_MAX_DIMS], j0, n;
+} rows;
+
+/* The byte offset of element (idx, j) in a view. */
+static int64_t offset_of(const fuse_group *g, const nrt_operand *o, const int64_t *idx, int64_t j) {
+  const int inner = g->ndim - 1;
+  int64_t off = j * o->strides[inner];
+  for (int d = 0; d < inner; d++) off += idx[d] * o->strides[d];
+  return off;
+}
+
 /* Operand k's first element of the row at idx (outer dims) + j (inner). */
-static char *row_ptr(const fuse_group *g, const fuse_member *m, const nrt_row_entry *e, int k,
-                     const int64_t *idx, int64_t j, unsigned char *scratch,
-                     const size_t *slot_offset, int64_t *stride) {
+static char *row_ptr(const rows *r, const fuse_member *m, const nrt_row_entry *e, int k,
+                     const int64_t *idx, int64_t j, int64_t *stride) {
+  const fuse_group *g = r->g;
   const nrt_operand *full = &m->ops[k];
   if (e->fixed[k]) {
     *stride = 0;
@@ -24,59 +72,100 @@ static char *row_ptr(const fuse_group *g, const fuse_member *m, const nrt_row_en
     *stride = 0;
     return (char *)g->consts[m->konst[k]].value;
   }
-  const int inner = g->ndim - 1;
-  *stride = full->strides[inner];
+  *stride = full->strides[g->ndim - 1];
+  if (m->staged[k])
+    return (char *)(r->stage + (size_t)g->versions[m->version[k]].stage * STAGE_SLOT_BYTES);
   const int slot = g->versions[m->version[k]].scratch;
-  if (slot >= 0) return (char *)(scratch + slot_offset[slot]); /* one row, dense (fuse_rows_ok) */
-  int64_t off = j * full->strides[inner];
-  for (int d = 0; d < inner; d++) off += idx[d] * full->strides[d];
-  return (char *)full->data + off;
+  if (slot >= 0) return (char *)(r->scratch + r->slot_offset[slot]); /* one row, dense (fuse_rows_ok) */
+  return (char *)full->data + offset_of(g, full, idx, j);
 }
 
-static void run_row(const fuse_group *g, const nrt_row_entry *entries, const int64_t *idx,
-                    int64_t j0, int64_t n, unsigned char *scratch, const size_t *slot_offset) {
+static void run_row(const rows *r, const int64_t *idx, int64_t j0, int64_t n) {
+  const fuse_group *g = r->g;
   for (int i = 0; i < g->n_members; i++) {
     const fuse_member *m = &g->members[i];
-    const nrt_row_entry *e = &entries[i];
+    const nrt_row_entry *e = &r->entries[i];
     char *data[NRT_MAX_OPERANDS];
     int64_t strides[NRT_MAX_OPERANDS];
-    for (int k = 0; k < m->task->n_operands; k++)
-      data[k] = row_ptr(g, m, e, k, idx, j0, scratch, slot_offset, &strides[k]);
+    for (int k = 0; k < m->task->n_operands; k++) data[k] = row_ptr(r, m, e, k, idx, j0, &strides[k]);
     e->fn(e->ctx, n, data, strides);
+  }
+  /* the staged rows to memory, in version order (a later version of the
+   * same bytes lands last) */
+  for (int s = 0; s < g->n_stage; s++) {
+    const fuse_version *ver = &g->versions[g->stage_version[s]];
+    stream_copy((char *)ver->view->data + offset_of(g, ver->view, idx, j0),
+                (const char *)(r->stage + (size_t)s * STAGE_SLOT_BYTES), (size_t)n * ver->esize);
   }
 }
 
+/* Asks for a row's large inputs ahead of its turn.  A row of a member is
+ * 8 KiB of a stream, then the next member's streams come: bursts too short
+ * for the hardware prefetchers, so the fused Adam step (7 streams per
+ * parameter) waited on memory where its unfused ops did not. */
+static void prefetch_row(const rows *r, const int64_t *idx, int64_t j0, int64_t n) {
+  const fuse_group *g = r->g;
+  for (int s = 0; s < g->n_prefetch; s++) {
+    const fuse_version *ver = &g->versions[g->prefetch_version[s]];
+    const char *p = (const char *)ver->view->data + offset_of(g, ver->view, idx, j0);
+    const char *end = p + n * (int64_t)ver->esize;
+    for (; p < end; p += 64) __builtin_prefetch(p, 0, 2);
+  }
+}
+
+/* Runs the row waiting before this one, after asking for this one's inputs. */
+static void next_row(rows *r, const int64_t *idx, int64_t j0, int64_t n) {
+  prefetch_row(r, idx, j0, n);
+  if (r->pending) run_row(r, r->idx, r->j0, r->n);
+  memcpy(r->idx, idx, sizeof r->idx);
+  r->j0 = j0;
+  r->n = n;
+  r->pending = true;
+}
+
 /* Elements [from, to) of the inner dim at idx, in rows of FUSE_ROW_ELEMENTS. */
-static void run_span(const fuse_group *g, const nrt_row_entry *entries, const int64_t *idx,
-                     int64_t from, int64_t to, unsigned char *scratch, const size_t *slot_offset) {
+static void span_rows(rows *r, const int64_t *idx, int64_t from, int64_t to) {
   for (int64_t j = from; j < to; j += FUSE_ROW_ELEMENTS)
-    run_row(g, entries, idx, j, to - j < FUSE_ROW_ELEMENTS ? to - j : FUSE_ROW_ELEMENTS, scratch,
-            slot_offset);
+    next_row(r, idx, j, to - j < FUSE_ROW_ELEMENTS ? to - j : FUSE_ROW_ELEMENTS);
+}
+
+/* Orders a tile's streamed stores before whatever the worker does next
+ * (the group's completion is published with ordinary stores). */
+static void fence_streams(const fuse_group *g) {
+#if defined(__SSE2__)
+  if (g->n_stage) _mm_sfence();
+#else
+  (void)g;
+#endif
 }
 
 void nrt_fusion_run_rows(const fuse_group *g, const nrt_row_entry *entries, int64_t t,
-                         unsigned char *scratch, const size_t *slot_offset) {
+                         unsigned char *scratch, const size_t *slot_offset,
+                         unsigned char *stage) {
+  rows r = {.g = g, .entries = entries, .scratch = scratch, .stage = stage,
+            .slot_offset = slot_offset, .pending = false};
   const int inner = g->ndim - 1;
   /* the tile: dims before split at one index, split in [lo, hi), the rest whole */
   int64_t idx[NRT_MAX_DIMS];
   const int64_t len = nrt_fusion_tile_origin(g, t, idx);
   const int64_t lo = g->split >= 0 ? idx[g->split] : 0, hi = lo + len;
   if (g->split == inner) { /* one row, a range of the inner dim */
-    run_span(g, entries, idx, lo, hi, scratch, slot_offset);
-    return;
-  }
-  /* whole rows: walk dims [first, inner) of the tile, carrying */
-  const int first = g->split >= 0 ? g->split : 0;
-  for (;;) {
-    run_span(g, entries, idx, 0, g->sizes[inner], scratch, slot_offset);
-    int d = inner - 1;
-    for (; d >= first; d--) {
-      const int64_t end = d == g->split ? hi : g->sizes[d];
-      if (++idx[d] < end) break;
-      idx[d] = d == g->split ? lo : 0;
+    span_rows(&r, idx, lo, hi);
+  } else { /* whole rows: walk dims [first, inner) of the tile, carrying */
+    const int first = g->split >= 0 ? g->split : 0;
+    for (;;) {
+      span_rows(&r, idx, 0, g->sizes[inner]);
+      int d = inner - 1;
+      for (; d >= first; d--) {
+        const int64_t end = d == g->split ? hi : g->sizes[d];
+        if (++idx[d] < end) break;
+        idx[d] = d == g->split ? lo : 0;
+      }
+      if (d < first) break;
     }
-    if (d < first) return;
   }
+  if (r.pending) run_row(&r, r.idx, r.j0, r.n);
+  fence_streams(g);
 }
 
 /* Row mode needs rows long enough to amortise a call per member, and each

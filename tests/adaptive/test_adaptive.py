@@ -147,6 +147,36 @@ def test_dead_intermediates_are_not_written():
     assert programs.same_bits(y.cpu(), ref.cpu())
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_large_outputs_stream_and_inputs_prefetch(dtype):
+    """Row mode stages outputs of 4 MiB and more and streams them to memory
+    after each row, and prefetches large inputs a row ahead: the bytes are
+    those of unfused execution.  Odd sizes and a 3-element offset put the
+    streamed rows off 16-byte alignment (the unaligned head and tail);
+    kept intermediates, an in-place update of an input (read first: not
+    staged) and a fresh output written twice are all in one group."""
+    n = (4 << 20) // torch.tensor([], dtype=dtype).element_size() + 5
+    g = torch.Generator().manual_seed(7)
+    base, gr, m0 = (torch.randn(n + 3, generator=g).to(dtype) for _ in range(3))
+
+    def fn():
+        x, grad, m = base.to("neuron")[3:], gr.to("neuron")[3:], m0.to("neuron")[3:]
+        torch.neuron._sleep(20_000_000)
+        y = x * 1.5 + 0.25              # kept: staged
+        z = (y.sigmoid() * x).mul_(2)   # fresh, then written again in place
+        m.mul_(0.9).add_(grad, alpha=0.1)
+        w = (m - z).relu()
+        return [t.cpu() for t in (y, z, m, w)]
+    results, groups = run_modes(fn)
+    assert_same(results)
+    if FUSES:
+        torch_neuronx.reset_adaptive_eager_stats()
+        fn()
+        stats = torch_neuronx.adaptive_eager_stats()
+        size = torch.tensor([], dtype=dtype).element_size()
+        assert stats["groups_in_rows"] >= 1 and stats["bytes_streamed"] >= n * size, stats
+
+
 def overlap_programs():
     """In-place writes through views that overlap other views' bytes: the
     planner must end the group before the later access."""

@@ -122,6 +122,7 @@ PYBIND11_MODULE(_C, m) {
     d["bytes_not_written"] = st.bytes_not_written;
     d["groups_verified"] = st.groups_verified;
     d["groups_in_rows"] = st.groups_in_rows;
+    d["bytes_streamed"] = st.bytes_streamed;
     return d;
   });
   m.def("_fusion_stats_reset", [] { nrt_fusion_stats_reset(); });
