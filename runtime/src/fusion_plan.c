@@ -373,9 +373,12 @@ static int scan(fuse_group *g) {
     if (it->kind == ITEM_HINT) {
       apply_hint(g, it->task);
     } else if (it->kind == ITEM_CONST) {
+      /* A constant's bytes are stored after the tiles, so they may reuse a
+       * released block (the previous Python number's scalar, read by a
+       * member: every read of it precedes the release), never a live one. */
       fuse_const *c = &g->consts[it->index];
       for (int v = 0; v < g->n_versions && ok; v++)
-        ok = !occupies_memory(&g->versions[v]) ||
+        ok = g->versions[v].freed || !occupies_memory(&g->versions[v]) ||
              !overlap(c->ptr, c->ptr + c->esize, g->versions[v].lo, g->versions[v].hi);
       if (ok) {
         for (int k = 0; k < g->n_consts; k++)

@@ -92,6 +92,7 @@ struct nrt_stream {
   /* Read by both sides on every task, written only around a sleep: a line
    * that stays shared instead of bouncing. */
   _Alignas(64) atomic_int worker_sleeping, space_waiters;
+  atomic_int waiters; /* threads in nrt_stream_wait_seq (adaptive eager's look-ahead) */
   _Atomic uint64_t wake_seq; /* the first head a sleeping waiter needs (UINT64_MAX: none) */
   atomic_int worker_started;
   _Alignas(64) pthread_mutex_t lock; /* sleep/wake and the error slot */

@@ -177,6 +177,26 @@ def test_large_outputs_stream_and_inputs_prefetch(dtype):
         assert stats["groups_in_rows"] >= 1 and stats["bytes_streamed"] >= n * size, stats
 
 
+def test_python_numbers_do_not_cut_groups():
+    """Each Python number becomes a one-element device scalar whose fill is a
+    constant of the group; the caching allocator gives the next number the
+    block the previous one released while a member still reads it (in
+    memory).  The constant's bytes are stored after the tiles, so the group
+    goes on: GELU from 9 primitives with 5 numbers is one group."""
+    x = torch.randn(1 << 16, device="neuron")
+
+    def fn():
+        torch.neuron._sleep(20_000_000)
+        return [((x * 0.5) * ((((x * x) * x * 0.044715 + x) * 0.7978845608).tanh() + 1)).cpu()]
+    results, groups = run_modes(fn)
+    assert_same(results)
+    if FUSES:
+        torch_neuronx.reset_adaptive_eager_stats()
+        fn()
+        stats = torch_neuronx.adaptive_eager_stats()
+        assert stats["groups"] == 1 and stats["tasks_fused"] == 9, stats
+
+
 def overlap_programs():
     """In-place writes through views that overlap other views' bytes: the
     planner must end the group before the later access."""

@@ -247,6 +247,63 @@ static void test_launch_blocking_is_unfused(nrt_stream *s, const float *x, const
   free(out);
 }
 
+/* Occupies the worker for SPIN_NS without sleeping, and says when it ended. */
+#define SPIN_NS 100000u
+static _Atomic uint64_t spin_ended;
+static void spin_fn(void *arg) {
+  (void)arg;
+  const uint64_t until = nrt_now_ns() + SPIN_NS;
+  while (nrt_now_ns() < until) {
+  }
+  atomic_store(&spin_ended, nrt_now_ns());
+}
+
+static void busy_until(uint64_t t) {
+  while (nrt_now_ns() < t) {
+  }
+}
+
+/* The worker's look-ahead (stream.c, await_chain): the first op of a large
+ * chain is queued behind a task the worker is running, and the host issues
+ * the rest 40 us after that task ends (under the 100 us gap).  The worker
+ * waits for them, so all five ops run as one group; without the look-ahead
+ * the first one ran alone (4 of 5 tries here).  One of five tries must
+ * fuse all five (a stall of this thread on a loaded machine can split the
+ * chain). */
+static void test_lookahead_takes_the_first_op(nrt_stream *s) {
+  const int64_t n = 1 << 20;
+  float *x = device_floats(s, n), *a = device_floats(s, n);
+  memset(x, 0, (size_t)n * sizeof(float));
+  memset(a, 0, (size_t)n * sizeof(float));
+  int whole = 0;
+  nrt_adaptive_set_mode(NRT_ADAPTIVE_ON);
+  for (int attempt = 0; attempt < 5 && !whole; attempt++) {
+    CHECK_OK(nrt_stream_synchronize(s));
+    nrt_fusion_stats_reset();
+    float *t[5];
+    for (int i = 0; i < 5; i++) t[i] = device_floats(s, n);
+    atomic_store(&spin_ended, 0);
+    CHECK_OK(launch_host_fn(s, spin_fn, NULL));
+    nrt_task k = binary(NK_BINARY_MUL, vec(t[0], n, 4), vec(x, n, 4), vec(a, n, 4), "mul");
+    CHECK_OK(nrt_launch(s, &k));
+    while (!atomic_load(&spin_ended)) {
+    }
+    busy_until(atomic_load(&spin_ended) + 40000);
+    for (int i = 1; i < 5; i++) {
+      k = binary(NK_BINARY_ADD, vec(t[i], n, 4), vec(t[i - 1], n, 4), vec(a, n, 4), "add");
+      CHECK_OK(nrt_launch(s, &k));
+    }
+    CHECK_OK(nrt_stream_synchronize(s));
+    nrt_fusion_stats st;
+    nrt_fusion_stats_get(&st);
+    whole = st.groups == 1 && st.tasks_fused == 5;
+    for (int i = 0; i < 5; i++) CHECK_OK(nrt_mem_free(t[i]));
+  }
+  CHECK(whole);
+  CHECK_OK(nrt_mem_free(x));
+  CHECK_OK(nrt_mem_free(a));
+}
+
 int main(void) {
   CHECK_OK(nk_register_kernels());
   register_test_kernels();
@@ -262,6 +319,7 @@ int main(void) {
   test_error_names_the_task(s, x);
   test_verify_catches_contract_breach(s);
   test_launch_blocking_is_unfused(s, x, a);
+  test_lookahead_takes_the_first_op(s);
   CHECK_OK(nrt_mem_free(x));
   CHECK_OK(nrt_mem_free(a));
   return CHECK_SUMMARY();
