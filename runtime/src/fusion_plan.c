@@ -11,11 +11,7 @@
 
 #include "fusion.h"
 
-static int64_t numel_of(const nrt_operand *o) {
-  int64_t n = 1;
-  for (int d = 0; d < o->ndim; d++) n *= o->sizes[d];
-  return n;
-}
+static int64_t numel_of(const nrt_operand *o) { return nrt_operand_numel(o); }
 
 /* ------------------------------------------------------------ refinement
  * A shape is described by its cumulative sizes from the innermost dim out
@@ -193,6 +189,7 @@ static void collect(fuse_group *g, const nrt_task *ring, unsigned ring_size, uin
     const nrt_fuse_kind kind = g->sink_item >= 0 ? NRT_FUSE_NONE : classify(t);
     if (kind == NRT_FUSE_NONE) return; /* after a sink only hints join */
     const int64_t n = numel_of(&t->operands[0]);
+    if (n == INT64_MAX) return; /* a descriptor too large to be real: it fails alone */
     if (kind == NRT_FUSE_ELEMENTWISE && t->n_operands == 1 && n == 1) {
       if (g->n_consts == FUSE_MAX_CONSTS) return;
       it->kind = ITEM_CONST;

@@ -134,6 +134,15 @@ nrt_row_capture_fn nrt_kernel_row_capture_of(uint32_t id);
 /* 1 if the worker should plan fused groups now (mode on, not blocking). */
 int nrt_adaptive_active(void);
 
+/* An operand's element count, saturating at INT64_MAX: descriptors are
+ * checked for sign, not for a product that overflows. */
+static inline int64_t nrt_operand_numel(const nrt_operand *o) {
+  int64_t n = 1;
+  for (int d = 0; d < o->ndim && d < NRT_MAX_DIMS; d++)
+    if (__builtin_mul_overflow(n, o->sizes[d], &n)) return INT64_MAX;
+  return n;
+}
+
 /* ---- fusion_plan.c / fusion_exec.c: adaptive eager (fusion.h) */
 typedef struct nrt_fusion nrt_fusion;
 /* Runs the group that starts at the stream's task `head`, if there is one

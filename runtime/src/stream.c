@@ -311,9 +311,7 @@ static void wait_for_work(nrt_stream *s, uint64_t h) {
 
 static void await_chain(nrt_stream *s, uint64_t h) {
   const nrt_task *t = &s->ring[h % RING_TASKS];
-  int64_t numel = 1;
-  for (int d = 0; d < t->operands[0].ndim; d++) numel *= t->operands[0].sizes[d];
-  if (numel < FUSE_LOOKAHEAD_MIN_ELEMENTS) return;
+  if (nrt_operand_numel(&t->operands[0]) < FUSE_LOOKAHEAD_MIN_ELEMENTS) return;
   uint64_t seen = atomic_load(&s->tail);
   const uint64_t start = nrt_now_ns();
   uint64_t last = start;
