@@ -81,6 +81,7 @@ typedef struct unary_plan {
   nrt_dtype out, in, compute;
   nk_uprm prm;
   nk_unary_vec_fn vec; /* set when the vectorised loop applies */
+  nk_unary_half_fn vec_half; /* 16-bit rows in registers (NULL: none) */
 } unary_plan;
 
 NK_INLINE void unary_elem(const unary_plan *p, nrt_dtype to, nrt_dtype ti, nrt_dtype tc,
@@ -157,6 +158,13 @@ static void same_loop(void *ctx, int64_t n, char *const *data, const int64_t *s)
   }
 }
 
+/* The float-rows adapter's raw-row hook: a contiguous 16-bit row in its own
+ * dtype goes through the in-register loop when the op has a vector body. */
+static bool half_row(void *ctx, int64_t n, char *const *data, const int64_t *s) {
+  const unary_plan *p = ctx;
+  return p->vec_half && s[0] == 2 && s[1] == 2 && p->vec_half(p->op, p->out, n, data[0], data[1]);
+}
+
 static void mixed_loop(void *ctx, int64_t n, char *const *data, const int64_t *s) {
   const unary_plan *p = ctx;
   for (int64_t i = 0; i < n; i++)
@@ -190,8 +198,9 @@ int nk_unary_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
   const bool f32_or_half = p.compute == NRT_FLOAT32 || p.compute == NRT_FLOAT16 ||
                           p.compute == NRT_BFLOAT16;
   p.vec = same && f32_or_half ? nk_unary_pick_vec() : NULL;
-  if (same && f32_or_half)
-    nk_for_each_float_plan(task->operands, 2, same_loop, NULL, &p, sizeof p); /* 16-bit rows widened to float32 */
+  p.vec_half = same && p.compute != NRT_FLOAT32 ? nk_unary_pick_half() : NULL;
+  if (same && f32_or_half) /* 16-bit rows in registers, or widened to float32 */
+    nk_for_each_float_plan(task->operands, 2, same_loop, p.vec_half ? half_row : NULL, &p, sizeof p);
   else
     nk_for_each_plan(task->operands, 2, same ? same_loop : mixed_loop, &p, sizeof p);
   return 0;

@@ -28,6 +28,19 @@ bool nk_unary_bw_avx2_f32(nk_unary_backward_op op, int64_t n, float *out, const 
 bool nk_unary_bw_avx512_f32(nk_unary_backward_op op, int64_t n, float *out, const float *a,
                             const float *b, const nk_uprm *p);
 
+/* float16/bfloat16 rows, out and x contiguous in dtype t (AVX-512 only):
+ * widened, computed and rounded in registers, the bits of the float32 loop
+ * run on widened chunks; false when the op has no vector body. */
+typedef bool (*nk_unary_half_fn)(nk_unary_op op, nrt_dtype t, int64_t n, void *out, const void *x);
+bool nk_unary_avx512_half(nk_unary_op op, nrt_dtype t, int64_t n, void *out, const void *x);
+bool nk_unary_avx512bf16_half(nk_unary_op op, nrt_dtype t, int64_t n, void *out, const void *x);
+
+static inline nk_unary_half_fn nk_unary_pick_half(void) {
+  return nk_cpu_has_avx512bf16()         ? nk_unary_avx512bf16_half
+         : nk_cpu_isa() == NK_ISA_AVX512 ? nk_unary_avx512_half
+                                         : NULL;
+}
+
 /* the loop for this CPU (NULL: portable C only) */
 static inline nk_unary_vec_fn nk_unary_pick_vec(void) {
   const nk_isa isa = nk_cpu_isa();

@@ -31,6 +31,11 @@
 #include "common/simd_log_f32.h"
 #include "common/simd_trig_f32.h"
 #include "elementwise/unary_simd.h"
+#ifdef UNARY_HALF_NAME
+#include <string.h>
+
+#include "common/half_simd_avx512.h"
+#endif
 
 
 static inline VT vabs(VT x) { return VANDNOT(VSET(-0.0f), x); }
@@ -114,38 +119,59 @@ static inline void row(nk_unary_op op, int64_t n, float *out, const float *x) {
   }
 }
 
+/* the ops with a vector body */
+#define NK_UNARY_VEC_OPS(X)                                                                        \
+  X(NK_UNARY_EXP) X(NK_UNARY_EXP2) X(NK_UNARY_EXPM1) X(NK_UNARY_LOG) X(NK_UNARY_LOG2)              \
+  X(NK_UNARY_LOG10) X(NK_UNARY_LOG1P) X(NK_UNARY_ERF) X(NK_UNARY_ERFC) X(NK_UNARY_SIN)             \
+  X(NK_UNARY_COS) X(NK_UNARY_ATAN) X(NK_UNARY_SIGMOID) X(NK_UNARY_SILU) X(NK_UNARY_TANH)           \
+  X(NK_UNARY_GELU) X(NK_UNARY_GELU_TANH) X(NK_UNARY_RELU) X(NK_UNARY_ABS) X(NK_UNARY_NEG)          \
+  X(NK_UNARY_SQRT) X(NK_UNARY_RSQRT) X(NK_UNARY_RECIPROCAL)
+
+#ifdef UNARY_NAME
 bool UNARY_NAME(nk_unary_op op, int64_t n, float *out, const float *x, const nk_uprm *p) {
   (void)p;
   switch (op) {
 #define NK_VEC_CASE(OP) case OP: row(OP, n, out, x); return true;
-    NK_VEC_CASE(NK_UNARY_EXP)
-    NK_VEC_CASE(NK_UNARY_EXP2)
-    NK_VEC_CASE(NK_UNARY_EXPM1)
-    NK_VEC_CASE(NK_UNARY_LOG)
-    NK_VEC_CASE(NK_UNARY_LOG2)
-    NK_VEC_CASE(NK_UNARY_LOG10)
-    NK_VEC_CASE(NK_UNARY_LOG1P)
-    NK_VEC_CASE(NK_UNARY_ERF)
-    NK_VEC_CASE(NK_UNARY_ERFC)
-    NK_VEC_CASE(NK_UNARY_SIN)
-    NK_VEC_CASE(NK_UNARY_COS)
-    NK_VEC_CASE(NK_UNARY_ATAN)
-    NK_VEC_CASE(NK_UNARY_SIGMOID)
-    NK_VEC_CASE(NK_UNARY_SILU)
-    NK_VEC_CASE(NK_UNARY_TANH)
-    NK_VEC_CASE(NK_UNARY_GELU)
-    NK_VEC_CASE(NK_UNARY_GELU_TANH)
-    NK_VEC_CASE(NK_UNARY_RELU)
-    NK_VEC_CASE(NK_UNARY_ABS)
-    NK_VEC_CASE(NK_UNARY_NEG)
-    NK_VEC_CASE(NK_UNARY_SQRT)
-    NK_VEC_CASE(NK_UNARY_RSQRT)
-    NK_VEC_CASE(NK_UNARY_RECIPROCAL)
+    NK_UNARY_VEC_OPS(NK_VEC_CASE)
 #undef NK_VEC_CASE
   default: return false;
   }
 }
+#endif
 
+#ifdef UNARY_HALF_NAME
+/* float16/bfloat16 rows, AVX-512 only: 16 lanes widened in registers, the
+ * float32 body, rounded and stored -- the bits of the widened-chunk path
+ * (body is lane-wise; the tail runs as a zero-padded vector, as the
+ * float32 row's masked tail does), without its float32 buffers. */
+static inline void half_row(nk_unary_op op, nrt_dtype t, int64_t n, uint16_t *out,
+                            const uint16_t *x) {
+  int64_t i = 0;
+  for (; i + LANES <= n; i += LANES) nk_h16_store_avx512(t, out + i, body(op, nk_h16_load_avx512(t, x + i)));
+  if (i < n) {
+    uint16_t in[LANES] = {0}, res[LANES];
+    memcpy(in, x + i, (size_t)(n - i) * sizeof *in);
+    nk_h16_store_avx512(t, res, body(op, nk_h16_load_avx512(t, in)));
+    memcpy(out + i, res, (size_t)(n - i) * sizeof *res);
+  }
+}
+
+bool UNARY_HALF_NAME(nk_unary_op op, nrt_dtype t, int64_t n, void *out, const void *x) {
+  if (t != NRT_BFLOAT16 && t != NRT_FLOAT16) return false;
+  switch (op) {
+#define NK_VEC_CASE(OP)                                                                           \
+  case OP:                                                                                        \
+    if (t == NRT_BFLOAT16) half_row(OP, NRT_BFLOAT16, n, out, x);                                 \
+    else half_row(OP, NRT_FLOAT16, n, out, x);                                                    \
+    return true;
+    NK_UNARY_VEC_OPS(NK_VEC_CASE)
+#undef NK_VEC_CASE
+  default: return false;
+  }
+}
+#endif
+
+#ifdef UNARY_BW_NAME
 /* ------------------------------------------------------------------ backward */
 
 static inline VT bw_body(nk_unary_backward_op op, VT a, VT b, const nk_uprm *p) {
@@ -204,3 +230,4 @@ bool UNARY_BW_NAME(nk_unary_backward_op op, int64_t n, float *out, const float *
   default: return false;
   }
 }
+#endif /* UNARY_BW_NAME */
