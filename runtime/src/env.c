@@ -132,6 +132,10 @@ nrt_status nrt_config_from_env(nrt_config *cfg) {
     else if (nrt_parse_int(v, 0, 1, &n) == 0) cfg->adaptive = (int)n;
     else return bad("TORCHNEURON_ADAPTIVE_EAGER", v, "0, 1 or verify");
   }
+  if ((v = getenv("TORCHNEURON_PIN_THREADS"))) {
+    if (nrt_parse_int(v, 0, 1, &n)) return bad("TORCHNEURON_PIN_THREADS", v, "0 or 1");
+    cfg->pin_threads = (int)n;
+  }
   if ((v = getenv("TORCHNEURON_TRACE_CAPACITY"))) {
     if (nrt_parse_int(v, 16, 1L << 26, &n))
       return bad("TORCHNEURON_TRACE_CAPACITY", v, "an integer from 16 to 67108864");

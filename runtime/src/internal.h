@@ -22,6 +22,7 @@ typedef struct nrt_config {
   int launch_blocking;
   int adaptive; /* NRT_ADAPTIVE_* */
   size_t trace_capacity;
+  int pin_threads; /* TORCHNEURON_PIN_THREADS: compute threads on their own CPUs */
 } nrt_config;
 /* Parsers are exposed for the tests: 0 on success, -1 on malformed or
  * out-of-range text (the caller names the variable in its message). */
@@ -174,6 +175,7 @@ void nrt_trace_host_work(nrt_stream *s, const char *name, uint32_t kernel, uint6
 
 /* ---- pool.c */
 void nrt_pool_init(int threads);
+void nrt_pin_slot(int slot); /* TORCHNEURON_PIN_THREADS: this thread onto compute slot slot's CPU */
 
 /* spin hint for busy-wait loops */
 static inline void nrt_cpu_relax(void) {

@@ -11,7 +11,7 @@
 static const char *const VARS[] = {"TORCHNEURON_DEVICE_COUNT", "TORCHNEURON_HBM_SIZE",
                                    "TORCHNEURON_NUM_THREADS", "TORCHNEURON_LAUNCH_BLOCKING",
                                    "TORCHNEURON_TRACE_CAPACITY", "NEURON_RT_VISIBLE_CORES",
-                                   "LOCAL_RANK"};
+                                   "LOCAL_RANK", "TORCHNEURON_PIN_THREADS"};
 
 static void clear_env(void) {
   for (size_t i = 0; i < sizeof VARS / sizeof VARS[0]; i++) unsetenv(VARS[i]);
@@ -78,13 +78,16 @@ static void test_config(void) {
   CHECK_OK(nrt_config_from_env(&cfg));
   CHECK(cfg.device_count == 2 && cfg.hbm_bytes == (uint64_t)16 << 30);
   CHECK(cfg.num_threads >= 1 && cfg.launch_blocking == 0 && cfg.trace_capacity == 65536);
+  CHECK(cfg.pin_threads == 0);
 
   setenv("TORCHNEURON_DEVICE_COUNT", "3", 1);
   setenv("TORCHNEURON_HBM_SIZE", "256M", 1);
   setenv("TORCHNEURON_NUM_THREADS", "7", 1);
   setenv("TORCHNEURON_LAUNCH_BLOCKING", "1", 1);
   setenv("TORCHNEURON_TRACE_CAPACITY", "16", 1);
+  setenv("TORCHNEURON_PIN_THREADS", "1", 1);
   CHECK_OK(nrt_config_from_env(&cfg));
+  CHECK(cfg.pin_threads == 1);
   CHECK(cfg.device_count == 3 && cfg.hbm_bytes == (uint64_t)256 << 20);
   CHECK(cfg.num_threads == 7 && cfg.launch_blocking == 1 && cfg.trace_capacity == 16);
 
@@ -108,7 +111,7 @@ static void test_config(void) {
       {"TORCHNEURON_NUM_THREADS", "many"},    {"TORCHNEURON_LAUNCH_BLOCKING", "yes"},
       {"TORCHNEURON_LAUNCH_BLOCKING", "2"},   {"TORCHNEURON_TRACE_CAPACITY", "15"},
       {"TORCHNEURON_TRACE_CAPACITY", "1e6"},  {"NEURON_RT_VISIBLE_CORES", "2"},
-      {"NEURON_RT_VISIBLE_CORES", "0,0"},
+      {"NEURON_RT_VISIBLE_CORES", "0,0"},     {"TORCHNEURON_PIN_THREADS", "yes"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) check_rejected(bad[i].name, bad[i].value);
 }
