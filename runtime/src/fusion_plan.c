@@ -11,8 +11,6 @@
 
 #include "fusion.h"
 
-static int64_t numel_of(const nrt_operand *o) { return nrt_operand_numel(o); }
-
 /* ------------------------------------------------------------ refinement
  * A shape is described by its cumulative sizes from the innermost dim out
  * (size-1 dims skipped): [4096, 4096] is {4096, 2^24}, [2^24] is {2^24}.
@@ -188,7 +186,7 @@ static void collect(fuse_group *g, const nrt_task *ring, unsigned ring_size, uin
     }
     const nrt_fuse_kind kind = g->sink_item >= 0 ? NRT_FUSE_NONE : classify(t);
     if (kind == NRT_FUSE_NONE) return; /* after a sink only hints join */
-    const int64_t n = numel_of(&t->operands[0]);
+    const int64_t n = nrt_operand_numel(&t->operands[0]);
     if (n == INT64_MAX) return; /* a descriptor too large to be real: it fails alone */
     if (kind == NRT_FUSE_ELEMENTWISE && t->n_operands == 1 && n == 1) {
       if (g->n_consts == FUSE_MAX_CONSTS) return;
@@ -471,15 +469,19 @@ static void admit(fuse_group *g, nrt_exec_ctx *ctx) {
  * write on (its reads before that, in-place ones included, read memory,
  * which holds the value from before the group).  And which inputs it
  * prefetches a row ahead (fusion_rows.c): large ones read from memory. */
+static bool large_along_rows(const fuse_group *g, const fuse_version *ver, uint64_t bytes) {
+  const int inner = g->ndim - 1;
+  return inner >= 0 && ver->view->strides[inner] == (int64_t)ver->esize &&
+         (uint64_t)g->numel * ver->esize >= bytes;
+}
+
 static void plan_staging(fuse_group *g) {
   g->n_stage = 0;
-  const int inner = g->ndim - 1;
   for (int v = 0; v < g->n_versions; v++) {
     fuse_version *ver = &g->versions[v];
     ver->stage = -1;
-    if (!ver->first_is_write || ver->scratch >= 0 || g->n_stage == FUSE_MAX_STAGE || inner < 0 ||
-        ver->view->strides[inner] != (int64_t)ver->esize ||
-        (uint64_t)g->numel * ver->esize < FUSE_STREAM_BYTES)
+    if (!ver->first_is_write || ver->scratch >= 0 || g->n_stage == FUSE_MAX_STAGE ||
+        !large_along_rows(g, ver, FUSE_STREAM_BYTES))
       continue;
     ver->stage = g->n_stage;
     g->stage_version[g->n_stage++] = v;
@@ -495,9 +497,7 @@ static void plan_staging(fuse_group *g) {
       /* a large input read from memory, contiguous along the row: prefetched */
       const fuse_version *ver = v >= 0 ? &g->versions[v] : NULL;
       if (k > 0 && ver && !mem->staged[k] && ver->scratch < 0 && !fetched[v] && !written[v] &&
-          g->n_prefetch < FUSE_MAX_PREFETCH && inner >= 0 &&
-          ver->view->strides[inner] == (int64_t)ver->esize &&
-          (uint64_t)g->numel * ver->esize >= FUSE_PREFETCH_BYTES) {
+          g->n_prefetch < FUSE_MAX_PREFETCH && large_along_rows(g, ver, FUSE_PREFETCH_BYTES)) {
         fetched[v] = true;
         g->prefetch_version[g->n_prefetch++] = v;
       }

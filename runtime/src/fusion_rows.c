@@ -51,12 +51,12 @@ typedef struct rows {
   int64_t idx[NRT_MAX_DIMS], j0, n;
 } rows;
 
-/* The byte offset of element (idx, j) in a view. */
-static int64_t offset_of(const fuse_group *g, const nrt_operand *o, const int64_t *idx, int64_t j) {
+/* Element (idx, j) of a view in memory. */
+static char *element_at(const fuse_group *g, const nrt_operand *o, const int64_t *idx, int64_t j) {
   const int inner = g->ndim - 1;
   int64_t off = j * o->strides[inner];
   for (int d = 0; d < inner; d++) off += idx[d] * o->strides[d];
-  return off;
+  return (char *)o->data + off;
 }
 
 /* Operand k's first element of the row at idx (outer dims) + j (inner). */
@@ -77,7 +77,7 @@ static char *row_ptr(const rows *r, const fuse_member *m, const nrt_row_entry *e
     return (char *)(r->stage + (size_t)g->versions[m->version[k]].stage * STAGE_SLOT_BYTES);
   const int slot = g->versions[m->version[k]].scratch;
   if (slot >= 0) return (char *)(r->scratch + r->slot_offset[slot]); /* one row, dense (fuse_rows_ok) */
-  return (char *)full->data + offset_of(g, full, idx, j);
+  return element_at(g, full, idx, j);
 }
 
 static void run_row(const rows *r, const int64_t *idx, int64_t j0, int64_t n) {
@@ -94,7 +94,7 @@ static void run_row(const rows *r, const int64_t *idx, int64_t j0, int64_t n) {
    * same bytes lands last) */
   for (int s = 0; s < g->n_stage; s++) {
     const fuse_version *ver = &g->versions[g->stage_version[s]];
-    stream_copy((char *)ver->view->data + offset_of(g, ver->view, idx, j0),
+    stream_copy(element_at(g, ver->view, idx, j0),
                 (const char *)(r->stage + (size_t)s * STAGE_SLOT_BYTES), (size_t)n * ver->esize);
   }
 }
@@ -107,7 +107,7 @@ static void prefetch_row(const rows *r, const int64_t *idx, int64_t j0, int64_t 
   const fuse_group *g = r->g;
   for (int s = 0; s < g->n_prefetch; s++) {
     const fuse_version *ver = &g->versions[g->prefetch_version[s]];
-    const char *p = (const char *)ver->view->data + offset_of(g, ver->view, idx, j0);
+    const char *p = element_at(g, ver->view, idx, j0);
     const char *end = p + n * (int64_t)ver->esize;
     for (; p < end; p += 64) __builtin_prefetch(p, 0, 2);
   }

@@ -43,6 +43,14 @@ def run_modes(fn, modes=(False, True, "verify")):
     return results, groups
 
 
+def stats_of(fn):
+    """The adaptive-eager counters of one more run of fn, fusion on."""
+    torch_neuronx.reset_adaptive_eager_stats()
+    fn()
+    torch.neuron.synchronize()
+    return torch_neuronx.adaptive_eager_stats()
+
+
 def assert_same(results, reference=False):
     ref = results[reference]
     for mode, got in results.items():
@@ -170,9 +178,7 @@ def test_large_outputs_stream_and_inputs_prefetch(dtype):
     results, groups = run_modes(fn)
     assert_same(results)
     if FUSES:
-        torch_neuronx.reset_adaptive_eager_stats()
-        fn()
-        stats = torch_neuronx.adaptive_eager_stats()
+        stats = stats_of(fn)
         size = torch.tensor([], dtype=dtype).element_size()
         assert stats["groups_in_rows"] >= 1 and stats["bytes_streamed"] >= n * size, stats
 
@@ -191,9 +197,7 @@ def test_python_numbers_do_not_cut_groups():
     results, groups = run_modes(fn)
     assert_same(results)
     if FUSES:
-        torch_neuronx.reset_adaptive_eager_stats()
-        fn()
-        stats = torch_neuronx.adaptive_eager_stats()
+        stats = stats_of(fn)
         assert stats["groups"] == 1 and stats["tasks_fused"] == 9, stats
 
 

@@ -247,20 +247,18 @@ static void test_launch_blocking_is_unfused(nrt_stream *s, const float *x, const
   free(out);
 }
 
+static void busy_until(uint64_t t) {
+  while (nrt_now_ns() < t) {
+  }
+}
+
 /* Occupies the worker for SPIN_NS without sleeping, and says when it ended. */
 #define SPIN_NS 100000u
 static _Atomic uint64_t spin_ended;
 static void spin_fn(void *arg) {
   (void)arg;
-  const uint64_t until = nrt_now_ns() + SPIN_NS;
-  while (nrt_now_ns() < until) {
-  }
+  busy_until(nrt_now_ns() + SPIN_NS);
   atomic_store(&spin_ended, nrt_now_ns());
-}
-
-static void busy_until(uint64_t t) {
-  while (nrt_now_ns() < t) {
-  }
 }
 
 /* The worker's look-ahead (stream.c, await_chain): the first op of a large

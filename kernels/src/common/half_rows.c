@@ -8,11 +8,11 @@
 #include "common/half_rows_impl.h"
 
 const nk_half_fns *nk_half_pick(void) {
-  static const nk_half_fns fns[] = {
+  static const nk_half_fns fns[NK_VARIANTS] = {
       {nk_half_in_portable, nk_half_out_portable},
       {nk_half_in_avx2, nk_half_out_avx2},
       {nk_half_in_avx512, nk_half_out_avx512},
       {nk_half_in_avx512bf16, nk_half_out_avx512bf16},
   };
-  return &fns[nk_cpu_has_avx512bf16() ? 3 : nk_cpu_isa()];
+  return &fns[nk_cpu_variant()];
 }

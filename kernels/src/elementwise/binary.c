@@ -250,9 +250,9 @@ int nk_binary_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
                          (plan.compute == NRT_FLOAT32 || (half && plan.out == plan.compute));
   if (float_rows) {
     plan.vec_f32 = pick_vec(NRT_FLOAT32);
-    plan.vec_half = nk_cpu_has_avx512bf16()         ? nk_binary_avx512bf16_half
-                    : nk_cpu_isa() >= NK_ISA_AVX512 ? nk_binary_avx512_half
-                                                    : NULL;
+    static const nk_binary_half_fn half[NK_VARIANTS] = {NULL, NULL, nk_binary_avx512_half,
+                                                        nk_binary_avx512bf16_half};
+    plan.vec_half = half[nk_cpu_variant()];
     nk_for_each_float_plan(ops, 3, float_loop, plan.vec_half ? half_row : NULL, &plan, sizeof plan);
   } else {
     nk_for_each_plan(ops, 3, plan.same ? same_dtype_loop : mixed_loop, &plan, sizeof plan);

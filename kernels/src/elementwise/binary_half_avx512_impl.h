@@ -12,7 +12,7 @@
  * same rounding (half_simd_avx512.h), so the bits equal the chunked path's.
  * Instantiated as BH_NAME by binary_avx512_half.c (AVX-512F) and
  * binary_avx512bf16_half.c (with AVX512_BF16's rounding store); binary.c
- * calls the one nk_cpu_isa() and nk_cpu_has_avx512bf16() allow. */
+ * calls the one nk_cpu_variant() names. */
 #include "elementwise/binary_simd.h"
 #include "common/half_simd_avx512.h"
 

@@ -36,9 +36,9 @@ bool nk_unary_avx512_half(nk_unary_op op, nrt_dtype t, int64_t n, void *out, con
 bool nk_unary_avx512bf16_half(nk_unary_op op, nrt_dtype t, int64_t n, void *out, const void *x);
 
 static inline nk_unary_half_fn nk_unary_pick_half(void) {
-  return nk_cpu_has_avx512bf16()         ? nk_unary_avx512bf16_half
-         : nk_cpu_isa() == NK_ISA_AVX512 ? nk_unary_avx512_half
-                                         : NULL;
+  static const nk_unary_half_fn half[NK_VARIANTS] = {NULL, NULL, nk_unary_avx512_half,
+                                                     nk_unary_avx512bf16_half};
+  return half[nk_cpu_variant()];
 }
 
 /* the loop for this CPU (NULL: portable C only) */
