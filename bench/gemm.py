@@ -12,31 +12,11 @@ machine's threads.  Prints a table; asserts nothing.
 Usage: python bench/gemm.py [--quick] [--repeats N] [--dtypes float32,bfloat16]
 """
 import argparse
-import statistics
-import time
-
 import torch
 import torch_neuronx  # noqa: F401
 
 import peak
-from timing import machine  # noqa: E402
-
-
-def median_seconds(fn, device, repeats, budget=2.0):
-    fn()
-    if device != "cpu":
-        torch.neuron.synchronize()
-    samples, total = [], 0.0
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        if device != "cpu":
-            torch.neuron.synchronize()
-        samples.append(time.perf_counter() - start)
-        total += samples[-1]
-        if total > budget and len(samples) >= 3:
-            break
-    return statistics.median(samples)
+from timing import machine, median_seconds  # noqa: E402
 
 
 def cases(quick):
@@ -80,8 +60,8 @@ def main():
     for dtype_name in args.dtypes.split(","):
         dtype = getattr(torch, dtype_name)
         for name, flops, make in cases(args.quick):
-            t_cpu = median_seconds(make("cpu", dtype), "cpu", args.repeats)
-            t_dev = median_seconds(make("neuron", dtype), "neuron", args.repeats)
+            t_cpu = median_seconds(make("cpu", dtype), torch.device("cpu"), args.repeats, budget=2.0)
+            t_dev = median_seconds(make("neuron", dtype), torch.device("neuron"), args.repeats, budget=2.0)
             g_cpu, g_dev = flops / t_cpu / 1e9, flops / t_dev / 1e9
             print(f"{name:<30}{dtype_name:<10}{g_cpu:>10.1f}{g_dev:>13.1f}{t_cpu / t_dev:>8.2f}"
                   f"{100 * g_dev / pk['fma32_all']:>7.0f}%", flush=True)

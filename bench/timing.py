@@ -1,5 +1,14 @@
 """Timing shared by the benches: median wall time of fn on a device, the
-device synchronised before each timer stops."""
+device synchronised before each timer stops.
+
+Each measurement starts on a quiet machine.  torch's CPU ops run on
+libgomp's OpenMP team, whose threads spin for about a millisecond after a
+parallel region before they sleep; a neuron measurement started right
+after a CPU one shared both cores with them and read up to 2x slow (a
+256^3 product: 210 us against 110 us after a 1 ms pause).  Our pool's
+helpers spin too (30 us).  So median_seconds first sleeps SETTLE_S, the
+same for both sides, and the other side's threads are asleep before the
+warm-up call."""
 import statistics
 import time
 
@@ -27,11 +36,19 @@ def sync(device):
         torch.accelerator.synchronize(device)
 
 
-def median_seconds(fn, device, repeats):
+SETTLE_S = 0.01
+
+
+def median_seconds(fn, device, repeats, budget=None):
+    """Median of `repeats` timed calls (fewer, but at least 3, once they
+    have taken `budget` seconds)."""
+    time.sleep(SETTLE_S)
     fn()  # warm up
     sync(device)
     samples = []
     for _ in range(repeats):
+        if budget is not None and len(samples) >= 3 and sum(samples) > budget:
+            break
         start = time.perf_counter()
         fn()
         sync(device)
