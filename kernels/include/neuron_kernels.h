@@ -1252,6 +1252,7 @@ typedef enum nk_isa { NK_ISA_PORTABLE = 0, NK_ISA_AVX2, NK_ISA_AVX512 } nk_isa;
 nk_isa nk_cpu_isa(void);               /* detected once; TORCHNEURON_ISA=portable|avx2|avx512 caps it */
 const char *nk_isa_name(nk_isa isa);
 int nk_cpu_has_avx512bf16(void);       /* AVX512_BF16 (+BW/VL/DQ), within the cap */
+int nk_cpu_has_amx_bf16(void);         /* AMX-TILE + AMX-BF16 on top of it; TORCHNEURON_AMX=0 disables */
 /* The index into a {portable, avx2, avx512, avx512bf16} table of variants:
  * nk_cpu_isa(), or 3 where the AVX512_BF16 ones may run. */
 #define NK_VARIANTS 4

@@ -209,21 +209,24 @@ static inline uint64_t tk_rand(void) {
 
 /* ---------------------------------------------------------- per-ISA runner */
 
-/* Runs `tests` in a child process per ISA level (portable, avx2, avx512)
- * that the machine supports, each with TORCHNEURON_ISA set before anything
- * is initialised; the children's counts come back through a pipe, and the
+/* Runs `tests` in a child process per ISA level (portable, avx2, avx512,
+ * and avx512 with AMX on a CPU that has it: the AVX-512 run sets
+ * TORCHNEURON_AMX=0, so the AVX512_BF16 GEMM stays covered there) that the
+ * machine supports, each with TORCHNEURON_ISA set before anything is
+ * initialised; the children's counts come back through a pipe, and the
  * last line is the total, "file: N passed, N failed".  A TORCHNEURON_ISA
  * already set caps the levels as a machine without those above it would
  * (`make test-avx2` stands in for an AVX2-only CPU that way). */
 static int tk_main(void (*tests)(void), const char *file) {
-  static const char *const isas[] = {"portable", "avx2", "avx512"};
+  static const char *const isas[] = {"portable", "avx2", "avx512", "avx512"};
+  static const char *const labels[] = {"portable", "avx2", "avx512", "avx512+amx"};
   const char *cap = getenv("TORCHNEURON_ISA");
-  int top = 2;
+  int top = 3;
   for (int i = 0; cap && i < 3; i++)
-    if (strcmp(cap, isas[i]) == 0) top = i;
-  for (int i = 0; i < 3; i++) {
+    if (strcmp(cap, isas[i]) == 0) top = i == 2 ? 3 : i;
+  for (int i = 0; i < 4; i++) {
     if (i > top) {
-      printf("%s [isa %s]: above TORCHNEURON_ISA=%s, skipped\n", file, isas[i], cap);
+      printf("%s [isa %s]: above TORCHNEURON_ISA=%s, skipped\n", file, labels[i], cap);
       continue;
     }
     int fd[2];
@@ -234,15 +237,16 @@ static int tk_main(void (*tests)(void), const char *file) {
       close(fd[0]);
       check_passed_ = check_failed_ = 0; /* count this child's checks only */
       setenv("TORCHNEURON_ISA", isas[i], 1);
-      if (strcmp(nk_isa_name(nk_cpu_isa()), isas[i]) != 0) {
-        printf("%s [isa %s]: not supported here, skipped\n", file, isas[i]);
+      setenv("TORCHNEURON_AMX", i == 3 ? "1" : "0", 1);
+      if (strcmp(nk_isa_name(nk_cpu_isa()), isas[i]) != 0 || (i == 3 && !nk_cpu_has_amx_bf16())) {
+        printf("%s [isa %s]: not supported here, skipped\n", file, labels[i]);
       } else if (nrt_init() != NRT_SUCCESS || nk_register_kernels() != NRT_SUCCESS) {
         fprintf(stderr, "%s: init failed: %s\n", file, nrt_last_error());
         check_failed_++;
       } else {
         CHECK_OK(nk_register_kernels()); /* idempotent */
         tests();
-        printf("%s [isa %s]: %d passed, %d failed\n", file, isas[i], check_passed_, check_failed_);
+        printf("%s [isa %s]: %d passed, %d failed\n", file, labels[i], check_passed_, check_failed_);
       }
       int counts[2] = {check_passed_, check_failed_};
       int ok = write(fd[1], counts, sizeof counts) == (ssize_t)sizeof counts;

@@ -119,6 +119,11 @@ typedef struct gemm_arch {
   nk_gemm_ukr ukr;
   void *dot, *axpy; /* float/double matrix-vector helpers (NULL: none) */
   nk_gemm_ukr_rows ukr_rows; /* the unpacked-B form (NULL: none) */
+  /* AMX (gemm_amx_bf16.c): the k pairs padded to a multiple of kp_align,
+   * A packed row-major (pack_pairs_rows), and the tile configuration
+   * loaded / released around each run of micro-kernel calls. */
+  int kp_align, a_row_major;
+  void (*begin)(void), (*end)(void);
 } gemm_arch;
 
 /* The AVX512_BF16 dot-product kernel: within the TORCHNEURON_ISA cap
@@ -127,34 +132,43 @@ static int has_bf16_dot(void) { return nk_cpu_has_avx512bf16(); }
 
 static int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
 
+/* The SIMD kernels' entries, by position (the AMX ones name theirs). */
+#define ARCH(mr_, nr_, ukr_, dot_, axpy_, rows_) \
+  (gemm_arch){.mr = mr_, .nr = nr_, .ukr = ukr_, .dot = dot_, .axpy = axpy_, .ukr_rows = rows_}
+
 /* The micro-kernel for m-row products of compute class cls. */
 static gemm_arch pick_arch(nk_class cls, int pairs, int64_t m) {
   const nk_isa isa = nk_cpu_isa();
-  if (pairs) return (gemm_arch){12, 32, nk_gemm_ukr_avx512bf16_f32, NULL, NULL, NULL};
+  if (pairs && nk_cpu_has_amx_bf16())
+    return (gemm_arch){.mr = m <= 16 ? 16 : 32, .nr = 32,
+                       .ukr = m <= 16 ? nk_gemm_ukr_amx_bf16_16x32 : nk_gemm_ukr_amx_bf16_32x32,
+                       .kp_align = 16, .a_row_major = 1, .begin = nk_gemm_amx_begin,
+                       .end = nk_gemm_amx_end};
+  if (pairs) return ARCH(12, 32, nk_gemm_ukr_avx512bf16_f32, NULL, NULL, NULL);
   switch (cls) {
   case NK_CLASS_FLOAT:
     /* Few rows: 8-row tiles where they pad less than 12-row ones (16 rows
      * are 2 tiles of 8, not 24 rows of 12); many rows: the 12-row kernel,
      * which needs fewer loads per multiply-add. */
     if (isa == NK_ISA_AVX512 && m < 96 && round_up(m, 8) < round_up(m, 12))
-      return (gemm_arch){8, 32, nk_gemm_ukr_avx512_f32_m8, (void *)nk_gemm_dot_avx512_f32,
-                         (void *)nk_gemm_axpy_avx512_f32, nk_gemm_ukr_rows_avx512_f32_m8};
+      return ARCH(8, 32, nk_gemm_ukr_avx512_f32_m8, (void *)nk_gemm_dot_avx512_f32,
+                  (void *)nk_gemm_axpy_avx512_f32, nk_gemm_ukr_rows_avx512_f32_m8);
     if (isa == NK_ISA_AVX512)
-      return (gemm_arch){12, 32, nk_gemm_ukr_avx512_f32, (void *)nk_gemm_dot_avx512_f32,
-                         (void *)nk_gemm_axpy_avx512_f32, nk_gemm_ukr_rows_avx512_f32};
+      return ARCH(12, 32, nk_gemm_ukr_avx512_f32, (void *)nk_gemm_dot_avx512_f32,
+                  (void *)nk_gemm_axpy_avx512_f32, nk_gemm_ukr_rows_avx512_f32);
     if (isa == NK_ISA_AVX2)
-      return (gemm_arch){6, 16, nk_gemm_ukr_avx2_f32, (void *)nk_gemm_dot_avx2_f32,
-                         (void *)nk_gemm_axpy_avx2_f32, nk_gemm_ukr_rows_avx2_f32};
-    return (gemm_arch){6, 16, ukr_f32_6x16, (void *)dot_f32, (void *)dot_f32_axpy, NULL};
+      return ARCH(6, 16, nk_gemm_ukr_avx2_f32, (void *)nk_gemm_dot_avx2_f32,
+                  (void *)nk_gemm_axpy_avx2_f32, nk_gemm_ukr_rows_avx2_f32);
+    return ARCH(6, 16, ukr_f32_6x16, (void *)dot_f32, (void *)dot_f32_axpy, NULL);
   case NK_CLASS_DOUBLE:
     if (isa == NK_ISA_AVX512)
-      return (gemm_arch){12, 16, nk_gemm_ukr_avx512_f64, (void *)nk_gemm_dot_avx512_f64,
-                         (void *)nk_gemm_axpy_avx512_f64, nk_gemm_ukr_rows_avx512_f64};
+      return ARCH(12, 16, nk_gemm_ukr_avx512_f64, (void *)nk_gemm_dot_avx512_f64,
+                  (void *)nk_gemm_axpy_avx512_f64, nk_gemm_ukr_rows_avx512_f64);
     if (isa == NK_ISA_AVX2)
-      return (gemm_arch){6, 8, nk_gemm_ukr_avx2_f64, (void *)nk_gemm_dot_avx2_f64,
-                         (void *)nk_gemm_axpy_avx2_f64, nk_gemm_ukr_rows_avx2_f64};
-    return (gemm_arch){4, 8, ukr_f64_4x8, (void *)dot_f64, (void *)dot_f64_axpy, NULL};
-  default: return (gemm_arch){4, 4, ukr_i64_4x4, NULL, NULL, NULL};
+      return ARCH(6, 8, nk_gemm_ukr_avx2_f64, (void *)nk_gemm_dot_avx2_f64,
+                  (void *)nk_gemm_axpy_avx2_f64, nk_gemm_ukr_rows_avx2_f64);
+    return ARCH(4, 8, ukr_f64_4x8, (void *)dot_f64, (void *)dot_f64_axpy, NULL);
+  default: return ARCH(4, 4, ukr_i64_4x4, NULL, NULL, NULL);
   }
 }
 
@@ -305,8 +319,10 @@ static uint16_t at16(const matrix *x, int64_t r, int64_t c) {
 }
 
 static void pack_pairs(const matrix *x, int64_t r0, int64_t rows, int64_t c0, int64_t cols,
-                       int width, uint32_t *dst) {
-  const int64_t pairs = (cols + 1) / 2, sliver = (int64_t)width * pairs;
+                       int width, int64_t kp, uint32_t *dst) {
+  const int64_t pairs = (cols + 1) / 2, sliver = (int64_t)width * kp;
+  for (int64_t s = 0; s < rows; s += width) /* pairs [pairs, kp): AMX's k padding */
+    memset(dst + s / width * sliver + pairs * width, 0, (size_t)((kp - pairs) * width) * 4);
   if (x->rs == 2 && !x->roff) {
     /* rows adjacent: two source lines per pair, streamed across slivers
      * (an implicit convolution's B: k rows at offsets coff, the columns
@@ -357,10 +373,42 @@ static void pack_pairs(const matrix *x, int64_t r0, int64_t rows, int64_t c0, in
   }
 }
 
+/* A for AMX: the same k pairs in AMX's tile order: blocks of 16 pairs,
+ * each block holding the sliver's `width` rows of 16 words (64 bytes)
+ * one after another, dst[s][q / 16][i][q % 16], zero past the last pair
+ * and the last row.  A k step's tiles are then one contiguous run that
+ * the prefetchers follow; row-major slivers (a tile's 16 rows kp * 4
+ * bytes apart) left 32 streams in flight, and the tile loads waited on
+ * L2.  kp is a multiple of 16. */
+static void pack_pairs_rows(const matrix *x, int64_t r0, int64_t rows, int64_t c0, int64_t cols,
+                            int width, int64_t kp, uint32_t *dst) {
+  const int k_adjacent = x->cs == 2 && !x->coff;
+  const int64_t blocks = kp / 16;
+  for (int64_t s = 0; s < round_up(rows, width); s += width, dst += (int64_t)width * kp)
+    for (int i = 0; i < width; i++) {
+      const int64_t r = r0 + s + i;
+      for (int64_t blk = 0; blk < blocks; blk++) {
+        uint16_t *d = (uint16_t *)(dst + (blk * width + i) * 16);
+        const int64_t c = blk * 32, n = s + i < rows && c < cols ? (cols - c < 32 ? cols - c : 32) : 0;
+        if (k_adjacent && n > 0)
+          memcpy(d, x->data + NK_ROW(x, r) + (c0 + c) * 2, (size_t)n * 2);
+        else
+          for (int64_t e = 0; e < n; e++) d[e] = at16(x, r, c0 + c + e);
+        memset(d + n, 0, (size_t)(32 - n) * 2);
+      }
+    }
+}
+
+/* The packed length of a k block of kc: kc values, or its pairs (padded
+ * for AMX). */
+static int64_t packed_k(const gemm_plan *p, int64_t kc) {
+  return p->pairs ? round_up((kc + 1) / 2, p->arch.kp_align ? p->arch.kp_align : 1) : kc;
+}
+
 static void pack(const gemm_plan *p, const matrix *x, int64_t r0, int64_t rows, int64_t c0,
                  int64_t cols, int width, char *dst) {
   if (p->pairs) {
-    pack_pairs(x, r0, rows, c0, cols, width, (uint32_t *)dst);
+    pack_pairs(x, r0, rows, c0, cols, width, packed_k(p, cols), (uint32_t *)dst);
     return;
   }
   if (p->cls == NK_CLASS_FLOAT) {
@@ -592,11 +640,15 @@ static void compute_range(void *arg, int64_t begin, int64_t end, int worker) {
   char *a_pack = pn->buf->a_blocks + (size_t)worker * pn->buf->a_stride;
   _Alignas(64) char tile[16 * 32 * 8];
   int64_t packed_ic = -1;
+  if (p->arch.begin) p->arch.begin();
   for (int64_t item = begin; item < end; item++) {
     const int64_t ic = item / pn->n_jr_chunks, chunk = item % pn->n_jr_chunks;
     const int64_t i0 = ic * pn->mc, rows = p->m - i0 < pn->mc ? p->m - i0 : pn->mc;
     if (ic != packed_ic) {
-      pack(p, &pn->a, i0, rows, pn->p0, pn->kc, mr, a_pack);
+      if (p->arch.a_row_major)
+        pack_pairs_rows(&pn->a, i0, rows, pn->p0, pn->kc, mr, pn->kp, (uint32_t *)a_pack);
+      else
+        pack(p, &pn->a, i0, rows, pn->p0, pn->kc, mr, a_pack);
       packed_ic = ic;
     }
     const int64_t jb = chunk * pn->jr_chunk;
@@ -644,6 +696,7 @@ static void compute_range(void *arg, int64_t begin, int64_t end, int worker) {
                pn->j0 + jb);
     }
   }
+  if (p->arch.end) p->arch.end();
 }
 
 /* One batch entry, all loops; `parallel` splits packing and the ic/jr work
@@ -694,7 +747,7 @@ static void gemm_one(const gemm_plan *p, const gemm_buffers *buf, int64_t bi, in
     pn.n_jr_chunks = (pn.nc + pn.jr_chunk - 1) / pn.jr_chunk;
     for (pn.p0 = 0; pn.p0 < p->k; pn.p0 += p->kc) {
       pn.kc = p->k - pn.p0 < p->kc ? p->k - pn.p0 : p->kc;
-      pn.kp = p->pairs ? (pn.kc + 1) / 2 : pn.kc;
+      pn.kp = packed_k(p, pn.kc);
       pn.last = pn.p0 + pn.kc >= p->k;
       const int64_t items = pn.n_ic * pn.n_jr_chunks;
       if (parallel) {
@@ -1014,8 +1067,9 @@ static int gemm_run(nrt_exec_ctx *ctx, const nrt_operand ops[3], const nrt_opera
   const int workers = parallel ? threads : 1;
   const int64_t mr = p->arch.mr;
   const size_t es = p->es;
-  const size_t a_stride = (size_t)round_up((int64_t)((size_t)(round_up(p->mc, mr) * p->kc) * es), 64);
-  const size_t b_bytes = (size_t)round_up((int64_t)((size_t)(p->kc * p->nc) * es), 64);
+  const int64_t kp = packed_k(p, p->kc); /* the longest packed k block */
+  const size_t a_stride = (size_t)round_up((int64_t)((size_t)(round_up(p->mc, mr) * kp) * es), 64);
+  const size_t b_bytes = (size_t)round_up((int64_t)((size_t)(kp * p->nc) * es), 64);
   const size_t ws_bytes =
       p->direct ? 0 : (size_t)round_up((int64_t)((size_t)(p->m * p->nc) * es), 64);
   const size_t per_set = b_bytes + ws_bytes + a_stride * (size_t)workers;
