@@ -124,6 +124,10 @@ typedef struct gemm_arch {
    * loaded / released around each run of micro-kernel calls. */
   int kp_align, a_row_major;
   void (*begin)(void), (*end)(void);
+  /* rows_first's blocking (0: one sliver, the whole k block): micro-kernel
+   * calls of kp_sub packed k steps over row_group row slivers, so a B
+   * sub-sliver stays in L1 while the group's A slivers stream from L2. */
+  int kp_sub, row_group;
 } gemm_arch;
 
 /* The AVX512_BF16 dot-product kernel: within the TORCHNEURON_ISA cap
@@ -143,7 +147,7 @@ static gemm_arch pick_arch(nk_class cls, int pairs, int64_t m) {
     return (gemm_arch){.mr = m <= 16 ? 16 : 32, .nr = 32,
                        .ukr = m <= 16 ? nk_gemm_ukr_amx_bf16_16x32 : nk_gemm_ukr_amx_bf16_32x32,
                        .kp_align = 16, .a_row_major = 1, .begin = nk_gemm_amx_begin,
-                       .end = nk_gemm_amx_end};
+                       .end = nk_gemm_amx_end, .kp_sub = 128, .row_group = 2};
   if (pairs) return ARCH(12, 32, nk_gemm_ukr_avx512bf16_f32, NULL, NULL, NULL);
   switch (cls) {
   case NK_CLASS_FLOAT:
@@ -234,6 +238,7 @@ typedef struct gemm_plan {
   int pairs;                 /* bfloat16 packed in k pairs for the dot-product kernel */
   nk_gemm_indirect ind;      /* offset tables (all NULL: plain strides) */
   int unpacked_b;            /* B read in place by arch.ukr_rows (ind.b_rows, unit columns) */
+  int rows_first;            /* an indirect output in one k block: stored a row block at a time */
   /* Read through (const double *) / (const int64_t *) by the micro-kernels
    * and merge_tile, so they need 8-byte alignment: after `int direct` a
    * plain char array sits at offset 4 mod 8 (a misaligned load, UBSan). */
@@ -390,8 +395,13 @@ static void pack_pairs_rows(const matrix *x, int64_t r0, int64_t rows, int64_t c
       for (int64_t blk = 0; blk < blocks; blk++) {
         uint16_t *d = (uint16_t *)(dst + (blk * width + i) * 16);
         const int64_t c = blk * 32, n = s + i < rows && c < cols ? (cols - c < 32 ? cols - c : 32) : 0;
+        const char *src = x->data + NK_ROW(x, r) + (c0 + c) * 2;
+        if (k_adjacent && n == 32) { /* a constant size: vector moves, not `rep movs` */
+          memcpy(d, src, 64);
+          continue;
+        }
         if (k_adjacent && n > 0)
-          memcpy(d, x->data + NK_ROW(x, r) + (c0 + c) * 2, (size_t)n * 2);
+          memcpy(d, src, (size_t)n * 2);
         else
           for (int64_t e = 0; e < n; e++) d[e] = at16(x, r, c0 + c + e);
         memset(d + n, 0, (size_t)(32 - n) * 2);
@@ -583,9 +593,10 @@ static void add_c_tile(const gemm_plan *p, const char *cdata, char *dst, int64_t
 
 typedef struct gemm_buffers {
   char *b_panel;  /* KC x NC, shared */
-  char *ws;       /* M x NC compute-type workspace (indirect outputs) */
+  char *ws;       /* M x NC compute-type workspace (indirect outputs), or
+                   * MR x NC per worker (gemm_plan.rows_first) */
   char *a_blocks; /* one MC x KC block per worker */
-  size_t a_stride;
+  size_t a_stride, ws_stride; /* per worker */
   int workers;
 } gemm_buffers;
 
@@ -631,6 +642,51 @@ static void pack_b_range(void *arg, int64_t begin, int64_t end, int worker) {
        pn->buf->b_panel + (size_t)(c0 * pn->kp) * p->es);
 }
 
+/* An indirect output (16-bit, integer, odd strides) whose product is one k
+ * block: a group of row slivers at a time (row_group x MR rows of the
+ * item's columns jb..je), computed into the worker's buffer (L2) and
+ * stored at once.  Through the M x NC workspace, a 4096x768 @ 768x768
+ * bfloat16 product wrote 12 MB of float32 to memory and read it back to
+ * round it (a third of its time on AMX).  Inside a group the k block is
+ * split in kp_sub steps, slivers outer and rows inner, so each B
+ * sub-sliver is reused from L1 by the group's A slivers: an AMX tile step
+ * reads 4 KiB, more than L2 delivers if neither operand stays in L1
+ * (about 1400 GFLOP/s per core with both from L2, 2100 with B in L1).
+ * AMX: kp_sub 128 and groups of 2 slivers were the best of 64..384 and
+ * 1..8 on a 4096x768 @ 768x768 product (10% over the whole k block).
+ * The partial sums go through float32 memory exactly, so the values and
+ * their single rounding are the unsplit ones. */
+static void rows_first(const panel *pn, const char *a_pack, int worker, int64_t i0, int64_t rows,
+                       int64_t jb, int64_t je) {
+  const gemm_plan *p = pn->p;
+  const int mr = p->arch.mr, nr = p->arch.nr;
+  const int64_t group = (int64_t)mr * (p->arch.row_group ? p->arch.row_group : 1);
+  const int64_t sub = p->arch.kp_sub ? p->arch.kp_sub : pn->kp;
+  const int64_t es = (int64_t)p->es, ld = round_up(je - jb, nr);
+  char *rb = pn->buf->ws + (size_t)worker * pn->buf->ws_stride;
+  for (int64_t ig = 0; ig < rows; ig += group) {
+    const int64_t gr = rows - ig < group ? rows - ig : group;
+    for (int64_t q0 = 0; q0 < pn->kp; q0 += sub) {
+      const int64_t kq = pn->kp - q0 < sub ? pn->kp - q0 : sub;
+      const char *beta = q0 ? p->one : p->zero;
+      for (int64_t jr = jb; jr < je; jr += nr)
+        for (int64_t ir = ig; ir < ig + gr; ir += mr) {
+          const char *as = a_pack + (ir * pn->kp + q0 * mr) * es;
+          char *dst = rb + ((ir - ig) * ld + jr - jb) * es;
+          if (p->unpacked_b)
+            p->arch.ukr_rows(kq, as, pn->bt.data + (pn->j0 + jr) * es, pn->bt.coff + pn->p0 + q0,
+                             dst, ld, p->one, beta);
+          else
+            p->arch.ukr(kq, as, pn->buf->b_panel + (jr * pn->kp + q0 * nr) * es, dst, ld, p->one,
+                        beta);
+        }
+    }
+    char *o = pn->out + (i0 + ig) * p->out.strides[1] + (pn->j0 + jb) * p->out.strides[2];
+    store_ws(p, rb, ld, o, p->out.strides[1], p->out.strides[2], gr, je - jb, pn->cdata, i0 + ig,
+             pn->j0 + jb);
+  }
+}
+
 /* Work items [begin, end): item = ic * n_jr_chunks + chunk. */
 static void compute_range(void *arg, int64_t begin, int64_t end, int worker) {
   const panel *pn = arg;
@@ -653,6 +709,10 @@ static void compute_range(void *arg, int64_t begin, int64_t end, int worker) {
     }
     const int64_t jb = chunk * pn->jr_chunk;
     const int64_t je = jb + pn->jr_chunk < pn->nc ? jb + pn->jr_chunk : pn->nc;
+    if (p->rows_first) {
+      rows_first(pn, a_pack, worker, i0, rows, jb, je);
+      continue;
+    }
     /* Where C goes: the output itself, or the workspace (row i, panel column j). */
     char *c;
     int64_t ldc;
@@ -1070,8 +1130,12 @@ static int gemm_run(nrt_exec_ctx *ctx, const nrt_operand ops[3], const nrt_opera
   const int64_t kp = packed_k(p, p->kc); /* the longest packed k block */
   const size_t a_stride = (size_t)round_up((int64_t)((size_t)(round_up(p->mc, mr) * kp) * es), 64);
   const size_t b_bytes = (size_t)round_up((int64_t)((size_t)(kp * p->nc) * es), 64);
-  const size_t ws_bytes =
-      p->direct ? 0 : (size_t)round_up((int64_t)((size_t)(p->m * p->nc) * es), 64);
+  plan.rows_first = !p->direct && p->k <= p->kc;
+  const int64_t group_rows = mr * (p->arch.row_group ? p->arch.row_group : 1);
+  const size_t ws_stride = (size_t)round_up((int64_t)((size_t)(group_rows * p->nc) * es), 64);
+  const size_t ws_bytes = p->direct       ? 0
+                          : p->rows_first ? ws_stride * (size_t)workers
+                                          : (size_t)round_up((int64_t)((size_t)(p->m * p->nc) * es), 64);
   const size_t per_set = b_bytes + ws_bytes + a_stride * (size_t)workers;
   char *mem = scratch(per_set * (size_t)sets);
   if (!mem) {
@@ -1082,7 +1146,8 @@ static int gemm_run(nrt_exec_ctx *ctx, const nrt_operand ops[3], const nrt_opera
   gemm_buffers bufs[sets];
   for (int s = 0; s < sets; s++) {
     char *base = mem + per_set * (size_t)s;
-    bufs[s] = (gemm_buffers){base, base + b_bytes, base + b_bytes + ws_bytes, a_stride, workers};
+    bufs[s] = (gemm_buffers){base, base + b_bytes, base + b_bytes + ws_bytes, a_stride, ws_stride,
+                             workers};
   }
   if (by_batch) {
     batch_run r = {p, bufs};
