@@ -885,14 +885,60 @@ static void gemv_range(void *arg, int64_t begin, int64_t end, int worker) {
     gemv_f64(g, begin, end);
 }
 
+/* 16-bit operands (bfloat16 or float16 a and b, any float out): dot
+ * products of x's rows, which are contiguous along k, with v, summed in
+ * float32 (gemm_dot16.h); each result is scaled, added to, and rounded
+ * once, as store_ws does for the packed path. */
+static float dot16_portable_bf16(int64_t n, const uint16_t *x, const uint16_t *y) {
+  float s = 0;
+  for (int64_t p = 0; p < n; p++) s += nk_bf16_to_f32(x[p]) * nk_bf16_to_f32(y[p]);
+  return s;
+}
+static float dot16_portable_f16(int64_t n, const uint16_t *x, const uint16_t *y) {
+  float s = 0;
+  for (int64_t p = 0; p < n; p++) s += nk_f16_to_f32(x[p]) * nk_f16_to_f32(y[p]);
+  return s;
+}
+
+static nk_gemm_dot16 pick_dot16(nrt_dtype t) {
+  static const nk_gemm_dot16 bf16[] = {dot16_portable_bf16, nk_gemm_dot16_avx2_bf16,
+                                       nk_gemm_dot16_avx512_bf16},
+                             f16[] = {dot16_portable_f16, nk_gemm_dot16_avx2_f16,
+                                      nk_gemm_dot16_avx512_f16};
+  return (t == NRT_BFLOAT16 ? bf16 : f16)[nk_cpu_isa()];
+}
+
+static void gemv16_range(void *arg, int64_t begin, int64_t end, int worker) {
+  (void)worker;
+  const gemv *g = arg;
+  const gemm_plan *p = g->p;
+  const nk_gemm_dot16 dot = pick_dot16((nrt_dtype)p->a.dtype);
+  const nrt_dtype t = (nrt_dtype)p->out.dtype;
+  const float alpha = (float)p->alpha.f, beta = (float)p->beta.f, cb = (float)p->c_scale.f;
+  const uint16_t *v = (const uint16_t *)(g->vbuf ? g->vbuf : g->v);
+  for (int64_t i = begin; i < end; i++) {
+    float s = alpha * dot(g->k, (const uint16_t *)(const void *)(g->x + i * g->xrs), v);
+    char *o = (char *)g->out + i * g->os;
+    if (g->c) s += cb * nk_load_f32((nrt_dtype)p->c.dtype, g->c + i * g->cstride);
+    else if (beta != 0) s += beta * nk_load_f32(t, o);
+    nk_store_f32(t, o, s);
+  }
+}
+
 /* Runs the product as matrix-vector passes if its shape and layout allow;
  * returns 1 if it did. */
 static int try_gemv(const gemm_plan *p) {
+  const int half = (p->a.dtype == NRT_BFLOAT16 || p->a.dtype == NRT_FLOAT16) &&
+                   p->b.dtype == p->a.dtype && p->cls == NK_CLASS_FLOAT;
   if (p->cls != NK_CLASS_FLOAT && p->cls != NK_CLASS_DOUBLE) return 0;
   if (p->ind.b_rows || p->ind.b_cols) return 0;
-  if (p->a.dtype != p->out.dtype) return 0; /* 16-bit a and b into float32: packed path */
-  if (!p->direct || (p->n != 1 && p->m != 1) || p->k == 0) return 0;
-  const int64_t es = (int64_t)p->es;
+  if (half) {
+    if ((p->n != 1 && p->m != 1) || p->k == 0) return 0;
+  } else {
+    if (p->a.dtype != p->out.dtype) return 0;
+    if (!p->direct || (p->n != 1 && p->m != 1) || p->k == 0) return 0;
+  }
+  const int64_t es = half ? 2 : (int64_t)p->es; /* bytes of a and b */
   /* As rows x k matrix x times vector v into out (stride os). */
   int64_t rows, xrs, xcs, vs, os, xb, vb, cst;
   const char *xd, *vd;
@@ -910,7 +956,7 @@ static int try_gemv(const gemm_plan *p) {
     cst = p->c.strides[2];
   }
   const int dot_form = xcs == es;
-  if (!dot_form && !(xrs == es && rows > 1)) return 0;
+  if (!dot_form && !(xrs == es && rows > 1 && !half)) return 0;
   char *vbuf = NULL;
   if (dot_form && vs != es) {
     vbuf = scratch((size_t)(p->k * es));
@@ -924,7 +970,7 @@ static int try_gemv(const gemm_plan *p) {
     if (vbuf)
       for (int64_t q = 0; q < p->k; q++) memcpy(vbuf + q * es, g.v + q * vs, (size_t)es);
     const int64_t grain = dot_form ? 1 + (1 << 16) / p->k : 256 * (1 + (1 << 16) / (256 * p->k));
-    nk_parallel_for(rows, grain, gemv_range, &g);
+    nk_parallel_for(rows, grain, half ? gemv16_range : gemv_range, &g);
   }
   return 1;
 }

@@ -104,6 +104,14 @@ void nk_gemm_axpy_avx512_f64(int64_t n, double s, const double *x, double *y);
 void nk_gemm_axpy_avx2_f32(int64_t n, float s, const float *x, float *y);
 void nk_gemm_axpy_avx2_f64(int64_t n, double s, const double *x, double *y);
 
+/* Dot products of 16-bit float vectors with float32 sums
+ * (gemm_dot16.h): matrix-vector products of bfloat16/float16 operands. */
+typedef float (*nk_gemm_dot16)(int64_t n, const uint16_t *x, const uint16_t *y);
+float nk_gemm_dot16_avx512_bf16(int64_t, const uint16_t *, const uint16_t *);
+float nk_gemm_dot16_avx512_f16(int64_t, const uint16_t *, const uint16_t *);
+float nk_gemm_dot16_avx2_bf16(int64_t, const uint16_t *, const uint16_t *);
+float nk_gemm_dot16_avx2_f16(int64_t, const uint16_t *, const uint16_t *);
+
 /* One sliver (`width` rows, the first `valid` real, `cols` k values) of a
  * float32 operand whose k stride is one element (row r at src + roff[r],
  * or src + r * rs when roff is NULL), packed as gemm.c's slivers:
