@@ -27,8 +27,9 @@ def machine():
             model = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
     except (OSError, StopIteration):
         pass
+    ext = "".join(f"+{e}" for e in torch_neuronx._C._kernel_extensions())
     return (f"# {model}; {torch.get_num_threads()} threads; torch CPU kernels "
-            f"{torch.backends.cpu.get_cpu_capability()}; neuron kernels {torch_neuronx.kernel_isa()}")
+            f"{torch.backends.cpu.get_cpu_capability()}; neuron kernels {torch_neuronx.kernel_isa()}{ext}")
 
 
 def sync(device):

@@ -1,5 +1,5 @@
 /* The float32 unary ops that have vector bodies (exp, exp2, expm1, log,
- * log2, log10, log1p, erf, erfc, sin, cos, atan, tanh) against a double reference, in ulps
+ * log2, log10, log1p, erf, erfc, sin, cos, atan, tanh, log_sigmoid) against a double reference, in ulps
  * of the float32 result, at every ISA level (tk_main: portable is the C
  * library's float functions, avx2 and avx512 the vector bodies), on:
  *   - the special values, checked bit-exactly (NaN stays NaN, the
@@ -29,6 +29,7 @@ typedef struct ulp_case {
 
 static double ref_exp2(double x) { return exp2(x); }
 static double ref_log10(double x) { return log10(x); }
+static double ref_log_sigmoid(double x) { return (x < 0 ? x : 0) - log1p(exp(-fabs(x))); }
 
 static const ulp_case cases[] = {
     {NK_UNARY_EXP, "exp", exp, 2.0, -104, 89},
@@ -44,6 +45,7 @@ static const ulp_case cases[] = {
     {NK_UNARY_COS, "cos", cos, 2.0, -100, 100},
     {NK_UNARY_ATAN, "atan", atan, 2.5, -5, 5},
     {NK_UNARY_TANH, "tanh", tanh, 2.5, -10, 10}, /* glibc's tanhf (portable) reaches 2.03 */
+    {NK_UNARY_LOG_SIGMOID, "log_sigmoid", ref_log_sigmoid, 2.5, -20, 20}, /* reaches 1.83 */
 };
 
 /* distance from got to the exact want in units of the float32 ulp at want

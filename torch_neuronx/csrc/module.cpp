@@ -113,6 +113,13 @@ PYBIND11_MODULE(_C, m) {
   // The instruction set the device's kernels run at (nk_cpu_isa: the best
   // this CPU has, capped by TORCHNEURON_ISA).
   m.def("_kernel_isa", [] { return std::string(nk_isa_name(nk_cpu_isa())); });
+  // The extensions on top of it that some kernels use (bench headers).
+  m.def("_kernel_extensions", [] {
+    std::vector<std::string> ext;
+    if (nk_cpu_has_avx512bf16()) ext.push_back("avx512_bf16");
+    if (nk_cpu_has_amx_bf16()) ext.push_back("amx_bf16");
+    return ext;
+  });
   m.def("_fusion_stats", [] {
     nrt_fusion_stats st;
     nrt_fusion_stats_get(&st);

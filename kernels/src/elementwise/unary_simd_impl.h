@@ -5,6 +5,7 @@
  * (common/simd_exp_f32.h, simd_log_f32.h, simd_erf_f32.h, simd_trig_f32.h:
  * about 1-1.6 ulp; erfc up to 3.4, atan up to 2.3),
  * sigmoid, silu, tanh, gelu (erf form and tanh form), relu, abs, neg,
+ * log_sigmoid (min(x, 0) - log1p(exp(-|x|)), the scalar formula),
  * and the correctly rounded sqrt, rsqrt (1 / sqrt) and reciprocal.
  * The activations divide with vdiv_fast (the ISA header's: a reciprocal
  * and a corrected quotient on AVX-512, the division on AVX2), which is the
@@ -21,8 +22,8 @@
  *   gelu       = 0.5 x erfc(-x / sqrt 2), with erfc(z) for z >= 0 from the
  *                Numerical Recipes Chebyshev fit (relative error < 1.2e-7)
  *                and 2 - erfc(z) on the other side.
- * Backward (grad a, input b): gelu (both forms), silu, sigmoid, tanh and
- * threshold (relu's backward), from the same pieces.
+ * Backward (grad a, input b): gelu (both forms), silu, sigmoid, tanh,
+ * log_sigmoid and threshold (relu's backward), from the same pieces.
  * NaN and the infinities give what the scalar code gives.  Whole rows go
  * through the vector body (the tail with masked loads/stores), so results
  * never depend on how the row was split between threads. */
@@ -100,6 +101,8 @@ static inline VT body(nk_unary_op op, VT x) {
   }
   case NK_UNARY_RELU:
     return VSEL(VCMP(x, VZERO(), LT), VZERO(), x);
+  case NK_UNARY_LOG_SIGMOID: /* min(x, 0) - log1p(exp(-|x|)), the scalar form */
+    return VSUB(VSEL(VCMP(x, VZERO(), LT), x, VZERO()), vlog1p(vexp(VXOR(vabs(x), VSET(-0.0f)))));
   case NK_UNARY_ABS: return vabs(x);
   /* correctly rounded, as sqrtf and 1.0f / x are: the same bits */
   case NK_UNARY_SQRT: return VSQRT(x);
@@ -125,7 +128,7 @@ static inline void row(nk_unary_op op, int64_t n, float *out, const float *x) {
   X(NK_UNARY_LOG10) X(NK_UNARY_LOG1P) X(NK_UNARY_ERF) X(NK_UNARY_ERFC) X(NK_UNARY_SIN)             \
   X(NK_UNARY_COS) X(NK_UNARY_ATAN) X(NK_UNARY_SIGMOID) X(NK_UNARY_SILU) X(NK_UNARY_TANH)           \
   X(NK_UNARY_GELU) X(NK_UNARY_GELU_TANH) X(NK_UNARY_RELU) X(NK_UNARY_ABS) X(NK_UNARY_NEG)          \
-  X(NK_UNARY_SQRT) X(NK_UNARY_RSQRT) X(NK_UNARY_RECIPROCAL)
+  X(NK_UNARY_SQRT) X(NK_UNARY_RSQRT) X(NK_UNARY_RECIPROCAL) X(NK_UNARY_LOG_SIGMOID)
 
 #ifdef UNARY_NAME
 bool UNARY_NAME(nk_unary_op op, int64_t n, float *out, const float *x, const nk_uprm *p) {
@@ -199,6 +202,11 @@ static inline VT bw_body(nk_unary_backward_op op, VT a, VT b, const nk_uprm *p) 
     VT sg = vdiv_fast(one, VADD(one, vexp(VXOR(b, VSET(-0.0f)))));
     return VMUL(VMUL(a, sg), VFMADD(b, VSUB(one, sg), one));
   }
+  case NK_UNARY_BW_LOG_SIGMOID: { /* z = exp(-|b|): a * (b < 0 ? 1 - z/(1+z) : z/(1+z)) */
+    VT z = vexp(VXOR(vabs(b), VSET(-0.0f)));
+    VT q = VDIV(z, VADD(one, z));
+    return VMUL(a, VSEL(VCMP(b, VZERO(), LT), VSUB(one, q), q));
+  }
   default: /* THRESHOLD: a = x, b = other */
     return VSEL(VCMP(a, VSET(p->f[0]), LE), VSET(p->f[1]), b);
   }
@@ -226,6 +234,7 @@ bool UNARY_BW_NAME(nk_unary_backward_op op, int64_t n, float *out, const float *
     NK_VEC_CASE(NK_UNARY_BW_GELU_TANH)
     NK_VEC_CASE(NK_UNARY_BW_SILU)
     NK_VEC_CASE(NK_UNARY_BW_THRESHOLD)
+    NK_VEC_CASE(NK_UNARY_BW_LOG_SIGMOID)
 #undef NK_VEC_CASE
   default: return false;
   }
