@@ -107,6 +107,16 @@ NK_INLINE void row_same_f32(const loss_plan *p, nk_loss_op op, int64_t n, char *
     *bad |= bd;
     return;
   }
+  if (back && s[0] == 4 && s[1] == 4 && s[2] == 4 && s[3] == 0) {
+    /* the gradient of a reduced loss: one value broadcast (a vector loop) */
+    float *o = (float *)data[0];
+    const float *a = (const float *)data[1], *b = (const float *)data[2];
+    const float g = nk_read_f32(data[3]);
+    int bd = 0;
+    for (int64_t i = 0; i < n; i++) o[i] = loss_f32(op, a[i], b[i], g, p->p0f, p->p1f, &bd);
+    *bad |= bd;
+    return;
+  }
   for (int64_t i = 0; i < n; i++) {
     float g = back ? nk_read_f32(data[3] + i * s[3]) : 0.0f;
     float r = loss_f32(op, nk_read_f32(data[1] + i * s[1]), nk_read_f32(data[2] + i * s[2]), g,
