@@ -18,6 +18,7 @@
 #include <stdlib.h>
 
 #include "common/dtype_convert.h"
+#include "common/half_rows.h"
 #include "common/kernel_entries.h"
 #include "common/nd_iter.h"
 #include "neuron_kernels.h"
@@ -129,28 +130,19 @@ static void line_f64(const smplan *p, char *const *d) {
   }
 }
 
-/* A contiguous 16-bit line through float32 copies and the vector line. */
+/* A contiguous 16-bit line through float32 copies and the vector line;
+ * the copies widen and round with half_rows.h's vector loops (the same
+ * bits as nk_bf16_to_f32 / nk_f32_to_bf16: a bfloat16 1024x8000
+ * log_softmax had spent most of its time in the per-element loops). */
 static int widened_line(const smplan *p, char *const *d, float *buf) {
   const int64_t n = p->len;
+  const nrt_dtype t = (nrt_dtype)p->dt[0]; /* every operand: the same 16-bit dtype, contiguous */
   char *b[3] = {(char *)buf, (char *)(buf + n), (char *)(buf + 2 * n)};
-  const int bf = p->dt[0] == NRT_BFLOAT16; /* every operand: the same 16-bit dtype, contiguous */
-  for (int o = 1; o < p->nops; o++) {
-    float *w = (float *)b[o];
-    const uint16_t *src = (const uint16_t *)d[o];
-    if (bf)
-      for (int64_t i = 0; i < n; i++) w[i] = nk_bf16_to_f32(src[i]);
-    else
-      for (int64_t i = 0; i < n; i++) w[i] = nk_f16_to_f32(src[i]);
-  }
+  for (int o = 1; o < p->nops; o++) nk_half_in(t, d[o], 2, n, (float *)b[o]);
   /* log_softmax forward of a 16-bit line rounds like ATen's CPU (line_f32) */
   const int log = p->log && !p->backward && p->last_dim ? (p->dt[1] == NRT_BFLOAT16 ? 2 : 3) : p->log;
   if (p->vec(log, p->backward, n, b[0], b[1], b[2])) return 1;
-  uint16_t *dst = (uint16_t *)d[0];
-  const float *r = (const float *)b[0];
-  if (bf)
-    for (int64_t i = 0; i < n; i++) dst[i] = nk_f32_to_bf16(r[i]);
-  else
-    for (int64_t i = 0; i < n; i++) dst[i] = nk_f32_to_f16(r[i]);
+  nk_half_out(t, d[0], 2, n, (const float *)b[0]);
   return 0;
 }
 
