@@ -5,6 +5,7 @@
 
 #define NR_T float
 #define NR_NAME(x) avx2_##x
+#define NR_VW 8 /* one ymm register of floats (norm_rows.h) */
 #include "norm/norm_rows.h"
 
 const nk_norm_f32_fns nk_norm_avx2_f32 = {avx2_sum, avx2_sumsq, avx2_dsums,

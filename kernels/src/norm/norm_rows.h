@@ -15,6 +15,18 @@
 #ifndef NR_LANES
 #define NR_LANES 16
 #endif
+/* NR_VW: elements per vector, one register: the NR_LANES lanes are NR_NV
+ * vectors (AVX-512: one 16-float vector; AVX2: two 8-float ones).  A GCC
+ * vector wider than the ISA's registers lives in memory: with 16-float
+ * vectors and 8-double halves under AVX2, the loops stored and reloaded
+ * every accumulator each step (group_norm 3.6x slower than at AVX-512,
+ * 2.4x slower than the portable build).  Lane k is element k % NR_VW of
+ * vector k / NR_VW whatever the width, so every ISA adds the same numbers
+ * in the same order. */
+#ifndef NR_VW
+#define NR_VW NR_LANES
+#endif
+#define NR_NV (NR_LANES / NR_VW)
 
 /* lanes added pairwise, in double */
 static inline double NR_NAME(fold)(const NR_T *acc) {
@@ -30,39 +42,39 @@ static inline double NR_NAME(fold)(const NR_T *acc) {
  * of permutes under AVX-512 (a batch-norm backward at 1 ns an element);
  * as vectors they are one load and one FMA per lane group.  Lane k still
  * sums elements k, k + NR_LANES, ..., in the same order as before. */
-typedef NR_T NR_NAME(vec) __attribute__((vector_size(NR_LANES * sizeof(NR_T))));
+typedef NR_T NR_NAME(vec) __attribute__((vector_size(NR_VW * sizeof(NR_T))));
 
 /* (statements, not functions returning vectors: a 64-byte vector return
  * would draw GCC's ABI warning in the portable build) */
 #define NR_LOAD(v, p) memcpy(&(v), (p), sizeof(v))
 #define NR_SPLAT(v, x)                              \
-  for (int k_ = 0; k_ < NR_LANES; k_++) (v)[k_] = (x)
-/* lanes out, by constant indices (memcpy from the vector's address would
- * keep it in memory through the loop) */
+  for (int k_ = 0; k_ < NR_VW; k_++) (v)[k_] = (x)
+/* lanes out of an array of NR_NV vectors, by constant indices (memcpy
+ * from the vectors' address would keep them in memory through the loop) */
 #define NR_LANES_OUT(a, v)                          \
-  _Pragma("GCC unroll 16") for (int k_ = 0; k_ < NR_LANES; k_++) (a)[k_] = (v)[k_]
+  _Pragma("GCC unroll 16") for (int k_ = 0; k_ < NR_LANES; k_++) (a)[k_] = (v)[k_ / NR_VW][k_ % NR_VW]
+/* the same for the 2 * NR_NV double half-vectors (NR_VW / 2 lanes each) */
+#define NR_DLANES_OUT(a, d)                         \
+  _Pragma("GCC unroll 16") for (int k_ = 0; k_ < NR_LANES; k_++) \
+    (a)[k_] = (d)[k_ / (NR_VW / 2)][k_ % (NR_VW / 2)]
 
 /* sum of x, accumulated in double (the mean of data far from 0 stays exact);
- * the lanes as two halves, each one register wide (a 16-double vector is
- * wider than any register, and GCC keeps such a vector in memory) */
-typedef NR_T NR_NAME(hvec) __attribute__((vector_size(NR_LANES / 2 * sizeof(NR_T))));
-typedef double NR_NAME(dhvec) __attribute__((vector_size(NR_LANES / 2 * sizeof(double))));
+ * the lanes as 2 * NR_NV half-vectors of doubles, each one register wide */
+typedef NR_T NR_NAME(hvec) __attribute__((vector_size(NR_VW / 2 * sizeof(NR_T))));
+typedef double NR_NAME(dhvec) __attribute__((vector_size(NR_VW / 2 * sizeof(double))));
+#define NR_NH (2 * NR_NV) /* half-vectors per lane set */
 static double NR_NAME(sum)(const NR_T *x, int64_t n) {
-  NR_NAME(dhvec) lo = {0}, hi = {0};
-  NR_NAME(hvec) vl, vh;
+  NR_NAME(dhvec) d[NR_NH] = {0};
+  NR_NAME(hvec) h;
   int64_t i = 0;
-  for (; i + NR_LANES <= n; i += NR_LANES) {
-    NR_LOAD(vl, x + i);
-    NR_LOAD(vh, x + i + NR_LANES / 2);
-    lo += __builtin_convertvector(vl, NR_NAME(dhvec));
-    hi += __builtin_convertvector(vh, NR_NAME(dhvec));
-  }
+  for (; i + NR_LANES <= n; i += NR_LANES)
+    _Pragma("GCC unroll 4") for (int j = 0; j < NR_NH; j++) {
+      NR_LOAD(h, x + i + j * (NR_VW / 2));
+      d[j] += __builtin_convertvector(h, NR_NAME(dhvec));
+    }
   double a[NR_LANES]; /* the tail goes to the lanes in memory: a vector
                        * subscripted in a loop would live in memory too */
-  _Pragma("GCC unroll 16") for (int k = 0; k < NR_LANES / 2; k++) {
-    a[k] = lo[k];
-    a[k + NR_LANES / 2] = hi[k];
-  }
+  NR_DLANES_OUT(a, d);
   for (int k = 0; i < n; i++, k++) a[k] += (double)x[i];
   for (int w = NR_LANES / 2; w > 0; w /= 2)
     for (int k = 0; k < w; k++) a[k] += a[k + w];
@@ -71,14 +83,15 @@ static double NR_NAME(sum)(const NR_T *x, int64_t n) {
 
 /* sum of (x - m)^2 */
 static double NR_NAME(sumsq)(const NR_T *x, int64_t n, NR_T m) {
-  NR_NAME(vec) acc = {0}, mv, v;
+  NR_NAME(vec) acc[NR_NV] = {0}, mv, v;
   NR_SPLAT(mv, m);
   int64_t i = 0;
-  for (; i + NR_LANES <= n; i += NR_LANES) {
-    NR_LOAD(v, x + i);
-    const NR_NAME(vec) d = v - mv;
-    acc += d * d;
-  }
+  for (; i + NR_LANES <= n; i += NR_LANES)
+    _Pragma("GCC unroll 4") for (int j = 0; j < NR_NV; j++) {
+      NR_LOAD(v, x + i + j * NR_VW);
+      const NR_NAME(vec) d = v - mv;
+      acc[j] += d * d;
+    }
   NR_T a[NR_LANES];
   NR_LANES_OUT(a, acc);
   for (int k = 0; i < n; i++, k++) {
@@ -91,19 +104,20 @@ static double NR_NAME(sumsq)(const NR_T *x, int64_t n, NR_T m) {
 /* *s1 += sum of dy * w, *s2 += sum of dy * w * (x - m) */
 static void NR_NAME(dsums)(const NR_T *dy, const NR_T *x, const NR_T *w, int64_t n, NR_T m,
                            double *s1, double *s2) {
-  NR_NAME(vec) a1 = {0}, a2 = {0}, mv, vd, vw, vx;
+  NR_NAME(vec) a1[NR_NV] = {0}, a2[NR_NV] = {0}, mv, vd, vw, vx;
   NR_T b1[NR_LANES], b2[NR_LANES]; /* the lanes, for the tail (see sum) */
   NR_SPLAT(mv, m);
   int64_t i = 0;
   if (w) {
-    for (; i + NR_LANES <= n; i += NR_LANES) {
-      NR_LOAD(vd, dy + i);
-      NR_LOAD(vw, w + i);
-      NR_LOAD(vx, x + i);
-      const NR_NAME(vec) g = vd * vw;
-      a1 += g;
-      a2 += g * (vx - mv);
-    }
+    for (; i + NR_LANES <= n; i += NR_LANES)
+      _Pragma("GCC unroll 4") for (int j = 0; j < NR_NV; j++) {
+        NR_LOAD(vd, dy + i + j * NR_VW);
+        NR_LOAD(vw, w + i + j * NR_VW);
+        NR_LOAD(vx, x + i + j * NR_VW);
+        const NR_NAME(vec) g = vd * vw;
+        a1[j] += g;
+        a2[j] += g * (vx - mv);
+      }
     NR_LANES_OUT(b1, a1);
     NR_LANES_OUT(b2, a2);
     for (int k = 0; i < n; i++, k++) {
@@ -112,12 +126,13 @@ static void NR_NAME(dsums)(const NR_T *dy, const NR_T *x, const NR_T *w, int64_t
       b2[k] += g * (x[i] - m);
     }
   } else {
-    for (; i + NR_LANES <= n; i += NR_LANES) {
-      NR_LOAD(vd, dy + i);
-      NR_LOAD(vx, x + i);
-      a1 += vd;
-      a2 += vd * (vx - mv);
-    }
+    for (; i + NR_LANES <= n; i += NR_LANES)
+      _Pragma("GCC unroll 4") for (int j = 0; j < NR_NV; j++) {
+        NR_LOAD(vd, dy + i + j * NR_VW);
+        NR_LOAD(vx, x + i + j * NR_VW);
+        a1[j] += vd;
+        a2[j] += vd * (vx - mv);
+      }
     NR_LANES_OUT(b1, a1);
     NR_LANES_OUT(b2, a2);
     for (int k = 0; i < n; i++, k++) {
@@ -176,20 +191,28 @@ static void NR_NAME(colsums)(double *gw, double *gb, const NR_T *dy, const NR_T 
 #define NR_BLOCK 4096
 #endif
 
-/* the NR_LANES lanes of v (an NR_LANES-wide vector) as two halves */
-#define NR_HALVES(lo, hi, v)                                                         \
-  do {                                                                               \
-    (lo) = __builtin_shufflevector((v), (v), 0, 1, 2, 3, 4, 5, 6, 7);                \
-    (hi) = __builtin_shufflevector((v), (v), 8, 9, 10, 11, 12, 13, 14, 15);          \
-  } while (0)
-/* lanes lo, hi (double halves) plus tail lanes t, added pairwise */
-#define NR_FOLD2(out, lo, hi, t)                                                     \
+/* a vector's two halves (NR_VW / 2 lanes each) */
+#if NR_VW == 16
+#define NR_LO(v) __builtin_shufflevector((v), (v), 0, 1, 2, 3, 4, 5, 6, 7)
+#define NR_HI(v) __builtin_shufflevector((v), (v), 8, 9, 10, 11, 12, 13, 14, 15)
+#elif NR_VW == 8
+#define NR_LO(v) __builtin_shufflevector((v), (v), 0, 1, 2, 3)
+#define NR_HI(v) __builtin_shufflevector((v), (v), 4, 5, 6, 7)
+#else
+#error "NR_VW must be 16 or 8"
+#endif
+/* the float lanes acc[NR_NV] added into the double half-vectors d[NR_NH] */
+#define NR_TO_DOUBLE(d, acc)                                                         \
+  _Pragma("GCC unroll 4") for (int j_ = 0; j_ < NR_NV; j_++) {                       \
+    (d)[2 * j_] += __builtin_convertvector(NR_LO((acc)[j_]), NR_NAME(dhvec));       \
+    (d)[2 * j_ + 1] += __builtin_convertvector(NR_HI((acc)[j_]), NR_NAME(dhvec));   \
+  }
+/* double lanes d plus tail lanes t, added pairwise */
+#define NR_FOLD2(out, d, t)                                                          \
   do {                                                                               \
     double a_[NR_LANES];                                                             \
-    _Pragma("GCC unroll 8") for (int k_ = 0; k_ < NR_LANES / 2; k_++) {              \
-      a_[k_] = (lo)[k_] + (t)[k_];                                                   \
-      a_[k_ + NR_LANES / 2] = (hi)[k_] + (t)[k_ + NR_LANES / 2];                     \
-    }                                                                                \
+    NR_DLANES_OUT(a_, d);                                                            \
+    for (int k_ = 0; k_ < NR_LANES; k_++) a_[k_] += (t)[k_];                         \
     for (int w_ = NR_LANES / 2; w_ > 0; w_ /= 2)                                     \
       for (int k_ = 0; k_ < w_; k_++) a_[k_] += a_[k_ + w_];                         \
     (out) = a_[0];                                                                   \
@@ -202,52 +225,49 @@ static void NR_NAME(colsums)(double *gw, double *gb, const NR_T *dy, const NR_T 
 /* sum of x (in double lanes, as sum) */
 static double NR_NAME(msum)(const NR_T *x, int64_t rows, int64_t ld, int64_t n) {
   if (ld == n) n *= rows, rows = 1;
-  NR_NAME(dhvec) lo = {0}, hi = {0};
-  NR_NAME(hvec) vl, vh;
+  NR_NAME(dhvec) d[NR_NH] = {0};
+  NR_NAME(hvec) h;
   double t[NR_LANES] = {0};
   const int64_t nv = n - n % NR_LANES;
   for (int64_t r = 0; r < rows; r++) {
     const NR_T *xr = x + r * ld;
-    for (int64_t i = 0; i < nv; i += NR_LANES) {
-      NR_LOAD(vl, xr + i);
-      NR_LOAD(vh, xr + i + NR_LANES / 2);
-      lo += __builtin_convertvector(vl, NR_NAME(dhvec));
-      hi += __builtin_convertvector(vh, NR_NAME(dhvec));
-    }
+    for (int64_t i = 0; i < nv; i += NR_LANES)
+      _Pragma("GCC unroll 4") for (int j = 0; j < NR_NH; j++) {
+        NR_LOAD(h, xr + i + j * (NR_VW / 2));
+        d[j] += __builtin_convertvector(h, NR_NAME(dhvec));
+      }
     for (int64_t i = nv, k = 0; i < n; i++, k++) t[k] += (double)xr[i];
   }
   double s;
-  NR_FOLD2(s, lo, hi, t);
+  NR_FOLD2(s, d, t);
   return s;
 }
 
 /* sum of (x - m)^2 */
 static double NR_NAME(msumsq)(const NR_T *x, int64_t rows, int64_t ld, int64_t n, NR_T m) {
   if (ld == n) n *= rows, rows = 1;
-  NR_NAME(dhvec) lo = {0}, hi = {0};
-  NR_NAME(hvec) hl, hh;
+  NR_NAME(dhvec) dl[NR_NH] = {0};
   NR_NAME(vec) mv, v;
   double t[NR_LANES] = {0};
   NR_SPLAT(mv, m);
   const int64_t nv = n - n % NR_LANES;
-  NR_NAME(vec) acc = {0};
+  NR_NAME(vec) acc[NR_NV] = {0};
   int64_t pending = 0; /* elements in acc since its last flush */
   for (int64_t r = 0; r < rows; r++) {
     const NR_T *xr = x + r * ld;
     for (int64_t i0 = 0; i0 < nv;) {
       const int64_t i1 = nv - i0 < NR_BLOCK - pending ? nv : i0 + (NR_BLOCK - pending);
-      for (int64_t i = i0; i < i1; i += NR_LANES) {
-        NR_LOAD(v, xr + i);
-        const NR_NAME(vec) d = v - mv;
-        acc += d * d;
-      }
+      for (int64_t i = i0; i < i1; i += NR_LANES)
+        _Pragma("GCC unroll 4") for (int j = 0; j < NR_NV; j++) {
+          NR_LOAD(v, xr + i + j * NR_VW);
+          const NR_NAME(vec) d = v - mv;
+          acc[j] += d * d;
+        }
       pending += i1 - i0;
       i0 = i1;
       if (pending == NR_BLOCK) {
-        NR_HALVES(hl, hh, acc);
-        lo += __builtin_convertvector(hl, NR_NAME(dhvec));
-        hi += __builtin_convertvector(hh, NR_NAME(dhvec));
-        acc = (NR_NAME(vec)){0};
+        NR_TO_DOUBLE(dl, acc);
+        for (int j = 0; j < NR_NV; j++) acc[j] = (NR_NAME(vec)){0};
         pending = 0;
       }
     }
@@ -256,11 +276,9 @@ static double NR_NAME(msumsq)(const NR_T *x, int64_t rows, int64_t ld, int64_t n
       t[k] += (double)(d * d);
     }
   }
-  NR_HALVES(hl, hh, acc);
-  lo += __builtin_convertvector(hl, NR_NAME(dhvec));
-  hi += __builtin_convertvector(hh, NR_NAME(dhvec));
+  NR_TO_DOUBLE(dl, acc);
   double s;
-  NR_FOLD2(s, lo, hi, t);
+  NR_FOLD2(s, dl, t);
   return s;
 }
 
@@ -268,38 +286,30 @@ static double NR_NAME(msumsq)(const NR_T *x, int64_t rows, int64_t ld, int64_t n
 static void NR_NAME(mdsums)(const NR_T *dy, int64_t lddy, const NR_T *x, int64_t ldx, int64_t rows,
                             int64_t n, NR_T m, double *s1, double *s2) {
   if (ldx == n && lddy == n) n *= rows, rows = 1;
-  NR_NAME(dhvec) lo1 = {0}, hi1 = {0}, lo2 = {0}, hi2 = {0};
-  NR_NAME(hvec) hl, hh;
+  NR_NAME(dhvec) d1[NR_NH] = {0}, d2[NR_NH] = {0};
   NR_NAME(vec) mv, vd, vx;
   double t1[NR_LANES] = {0}, t2[NR_LANES] = {0};
   NR_SPLAT(mv, m);
   const int64_t nv = n - n % NR_LANES;
-  NR_NAME(vec) a1 = {0}, a2 = {0};
+  NR_NAME(vec) a1[NR_NV] = {0}, a2[NR_NV] = {0};
   int64_t pending = 0; /* elements in a1, a2 since their last flush */
-#define NR_FLUSH_D()                                      \
-  do {                                                    \
-    NR_HALVES(hl, hh, a1);                                \
-    lo1 += __builtin_convertvector(hl, NR_NAME(dhvec));   \
-    hi1 += __builtin_convertvector(hh, NR_NAME(dhvec));   \
-    NR_HALVES(hl, hh, a2);                                \
-    lo2 += __builtin_convertvector(hl, NR_NAME(dhvec));   \
-    hi2 += __builtin_convertvector(hh, NR_NAME(dhvec));   \
-  } while (0)
   for (int64_t r = 0; r < rows; r++) {
     const NR_T *xr = x + r * ldx, *dr = dy + r * lddy;
     for (int64_t i0 = 0; i0 < nv;) {
       const int64_t i1 = nv - i0 < NR_BLOCK - pending ? nv : i0 + (NR_BLOCK - pending);
-      for (int64_t i = i0; i < i1; i += NR_LANES) {
-        NR_LOAD(vd, dr + i);
-        NR_LOAD(vx, xr + i);
-        a1 += vd;
-        a2 += vd * (vx - mv);
-      }
+      for (int64_t i = i0; i < i1; i += NR_LANES)
+        _Pragma("GCC unroll 4") for (int j = 0; j < NR_NV; j++) {
+          NR_LOAD(vd, dr + i + j * NR_VW);
+          NR_LOAD(vx, xr + i + j * NR_VW);
+          a1[j] += vd;
+          a2[j] += vd * (vx - mv);
+        }
       pending += i1 - i0;
       i0 = i1;
       if (pending == NR_BLOCK) {
-        NR_FLUSH_D();
-        a1 = a2 = (NR_NAME(vec)){0};
+        NR_TO_DOUBLE(d1, a1);
+        NR_TO_DOUBLE(d2, a2);
+        for (int j = 0; j < NR_NV; j++) a1[j] = a2[j] = (NR_NAME(vec)){0};
         pending = 0;
       }
     }
@@ -308,11 +318,11 @@ static void NR_NAME(mdsums)(const NR_T *dy, int64_t lddy, const NR_T *x, int64_t
       t2[k] += (double)(dr[i] * (xr[i] - m));
     }
   }
-  NR_FLUSH_D();
-#undef NR_FLUSH_D
+  NR_TO_DOUBLE(d1, a1);
+  NR_TO_DOUBLE(d2, a2);
   double a, b;
-  NR_FOLD2(a, lo1, hi1, t1);
-  NR_FOLD2(b, lo2, hi2, t2);
+  NR_FOLD2(a, d1, t1);
+  NR_FOLD2(b, d2, t2);
   *s1 += a;
   *s2 += b;
 }
