@@ -128,6 +128,9 @@ typedef struct gemm_arch {
    * calls of kp_sub packed k steps over row_group row slivers, so a B
    * sub-sliver stays in L1 while the group's A slivers stream from L2. */
   int kp_sub, row_group;
+  /* products below this many flops run serially (0: 2e6, the float32
+   * kernels' measured break-even) */
+  double serial_flops;
 } gemm_arch;
 
 /* The AVX512_BF16 dot-product kernel: within the TORCHNEURON_ISA cap
@@ -147,7 +150,11 @@ static gemm_arch pick_arch(nk_class cls, int pairs, int64_t m) {
     return (gemm_arch){.mr = m <= 16 ? 16 : 32, .nr = 32,
                        .ukr = m <= 16 ? nk_gemm_ukr_amx_bf16_16x32 : nk_gemm_ukr_amx_bf16_32x32,
                        .kp_align = 16, .a_row_major = 1, .begin = nk_gemm_amx_begin,
-                       .end = nk_gemm_amx_end, .kp_sub = 128, .row_group = 2};
+                       .end = nk_gemm_amx_end, .kp_sub = 128, .row_group = 2,
+                       /* one AMX core beat two below ~80 MFLOP (256^3: 0.91-0.98x
+                        * torch CPU serial, 0.41-1.01x split; 320^3: 0.5-0.7x
+                        * against 0.33-0.53x; 384^3 gains from the split) */
+                       .serial_flops = 8e7};
   if (pairs) return ARCH(12, 32, nk_gemm_ukr_avx512bf16_f32, NULL, NULL, NULL);
   switch (cls) {
   case NK_CLASS_FLOAT:
@@ -1164,9 +1171,10 @@ static int gemm_run(nrt_exec_ctx *ctx, const nrt_operand ops[3], const nrt_opera
 
   const int threads = nrt_compute_threads();
   const double flops = 2.0 * (double)p->m * (double)p->n * (double)p->k;
-  /* Below ~2 MFLOP per product a trip to the pool costs more than it saves;
-   * batches of such products split by batch entry instead. */
-  const int small = flops < 2e6;
+  /* Below ~2 MFLOP per product (arch.serial_flops) a trip to the pool
+   * costs more than it saves; batches of such products split by batch
+   * entry instead. */
+  const int small = flops < (p->arch.serial_flops ? p->arch.serial_flops : 2e6);
   const int by_batch = threads > 1 && p->batch > 1 && (small || p->batch >= 2 * threads);
   const int parallel = threads > 1 && !small && !by_batch;
   const int sets = by_batch ? threads : 1;
