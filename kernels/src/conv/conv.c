@@ -14,7 +14,8 @@
  *  - Memory is bounded: the col buffer holds at most NK_CONV_COL_CAP
  *    elements.  Whole samples are batched while they fit; a sample whose
  *    col matrix is larger is cut into column (output position) ranges.
- *    Buffers are malloc'ed per task; failure is an nrt_exec_fail, never a
+ *    Buffers are allocated per task from the thread's cache of work
+ *    buffers (common/tmp_buffers.h); failure is an nrt_exec_fail, never a
  *    crash.  A 1x1 kernel with stride 1 and no padding needs no col at all:
  *    the input itself is the GEMM operand (forward and input gradient).
  *  - Samples are stacked side by side.  The col buffer of a chunk of nb
@@ -68,6 +69,7 @@
 #include "conv/conv.h"
 #include "gemm/gemm.h"
 #include "common/half_rows.h"
+#include "common/tmp_buffers.h"
 #include "common/kernel_entries.h"
 #include "common/nd_iter.h"
 #include "neuron_kernels.h"
@@ -186,7 +188,7 @@ static int view_make(nrt_exec_ctx *ctx, const nrt_operand *op, int nd, nrt_dtype
   }
   const int64_t ces = (int64_t)nk_dtype_size(ct);
   const int64_t numel = v->size[0] * v->size[1] * v->size[2] * v->size[3] * v->size[4];
-  v->owned = calloc((size_t)(numel ? numel : 1), (size_t)ces);
+  v->owned = nk_tmp_calloc((size_t)(numel ? numel : 1), (size_t)ces);
   if (!v->owned) {
     nrt_exec_fail(ctx, "conv: out of host memory for a %lld-element working copy", (long long)numel);
     return -1;
@@ -209,7 +211,7 @@ static void view_finish(const nrt_operand *op, int nd, nrt_dtype ct, cview *v) {
     padded(op, nd, sz, st);
     copy_walk(sz, st, op->data, (nrt_dtype)op->dtype, v->owned, ct, 0);
   }
-  free(v->owned);
+  nk_tmp_free(v->owned);
   v->owned = NULL;
 }
 
@@ -743,14 +745,14 @@ int nk_conv_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
     if (view_make(ctx, xo, nd, ct, 1, 2, 1, 0, &j.x)) return -1;
     nrt_operand colop = *yo; /* (N, CK, L), read as (N, CK, 1, 1, L) */
     if (view_make(ctx, &colop, 1, ct, 1, 2, 0, 0, &j.colv)) {
-      free(j.x.owned);
+      nk_tmp_free(j.x.owned);
       return -1;
     }
     if (!j.x.owned) zero_view(&j.x, ces);
     const int64_t work = g.kprod * g.lprod;
     nk_parallel_for(g.n * g.c, work >= 32768 ? 1 : 32768 / (work ? work : 1), col2im_op_task, &j);
     view_finish(xo, nd, ct, &j.x);
-    free(j.colv.owned);
+    nk_tmp_free(j.colv.owned);
     return 0;
   }
 
@@ -832,8 +834,8 @@ int nk_conv_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
   int64_t nb, lc;
   plan_chunks(&g, use_direct ? 0 : g.og * g.lprod, &nb, &lc);
   if (!use_direct && g.n && g.lprod) {
-    j.col = malloc((size_t)(nb * g.ck * lc * j.col_es + ces));
-    j.ystack = nb > 1 ? malloc((size_t)(nb * g.og * lc * j.ys_es + ces)) : NULL;
+    j.col = nk_tmp_malloc((size_t)(nb * g.ck * lc * j.col_es + ces));
+    j.ystack = nb > 1 ? nk_tmp_malloc((size_t)(nb * g.og * lc * j.ys_es + ces)) : NULL;
     if (!j.col || (nb > 1 && !j.ystack)) {
       nrt_exec_fail(ctx, "conv: out of host memory for a col buffer of %lld elements",
                     (long long)(nb * (g.ck + g.og) * lc));
@@ -841,7 +843,7 @@ int nk_conv_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
     }
   }
   if (mode == NK_CONV_BACKWARD_WEIGHT) {
-    j.acc = calloc((size_t)(g.o * g.ck + 1), (size_t)ces);
+    j.acc = nk_tmp_calloc((size_t)(g.o * g.ck + 1), (size_t)ces);
     if (!j.acc) {
       nrt_exec_fail(ctx, "conv: out of host memory for the weight-gradient accumulator");
       goto out_all;
@@ -929,18 +931,18 @@ int nk_conv_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
   }
   rc = 0;
 out_all:
-  free(j.col);
-  free(j.acc);
-  free(j.ystack);
-  free(j.b.owned);
+  nk_tmp_free(j.col);
+  nk_tmp_free(j.acc);
+  nk_tmp_free(j.ystack);
+  nk_tmp_free(j.b.owned);
 out_w:
   if (rc == 0) view_finish(wo, nd, wt_, wv);
-  else free(wv->owned);
+  else nk_tmp_free(wv->owned);
 out_y:
   if (rc == 0) view_finish(yo, nd, yt_, yv);
-  else free(yv->owned);
+  else nk_tmp_free(yv->owned);
 out_x:
   if (rc == 0) view_finish(xo, nd, xt_, xv);
-  else free(xv->owned);
+  else nk_tmp_free(xv->owned);
   return rc;
 }

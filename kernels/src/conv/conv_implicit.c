@@ -42,6 +42,7 @@
 #include "gemm/gemm.h"
 #include "common/kernel_entries.h"
 #include "common/nd_iter.h"
+#include "common/tmp_buffers.h"
 
 /* Elements of padded input plus output buffer per chunk (16 MiB float32). */
 #define NK_IMPLICIT_CAP ((int64_t)1 << 22)
@@ -245,9 +246,9 @@ static int implicit_forward(nrt_exec_ctx *ctx, const igeom *ig, nrt_dtype ct, nr
   int rc = -1;
   /* xp ends in the slack the GEMM's unpacked B may read (gemm.h) */
   const int64_t xp_elems = ig->cin * channel_region(ig, ig->nb);
-  char *xp = malloc((size_t)((xp_elems + NK_GEMM_ROWS_SLACK) * oes));
-  char *ys = malloc((size_t)(ig->cout * chunk_columns(ig, ig->nb) * ces + ces));
-  int64_t *off = malloc((size_t)(ig->ck + 1) * sizeof *off);
+  char *xp = nk_tmp_malloc((size_t)((xp_elems + NK_GEMM_ROWS_SLACK) * oes));
+  char *ys = nk_tmp_malloc((size_t)(ig->cout * chunk_columns(ig, ig->nb) * ces + ces));
+  int64_t *off = nk_tmp_malloc((size_t)(ig->ck + 1) * sizeof *off);
   if (!xp || !ys || !off) {
     nrt_exec_fail(ctx, "conv: out of host memory for an implicit-GEMM chunk");
     goto done;
@@ -267,9 +268,9 @@ static int implicit_forward(nrt_exec_ctx *ctx, const igeom *ig, nrt_dtype ct, nr
   }
   rc = 1;
 done:
-  free(xp);
-  free(ys);
-  free(off);
+  nk_tmp_free(xp);
+  nk_tmp_free(ys);
+  nk_tmp_free(off);
   return rc;
 }
 
@@ -297,14 +298,14 @@ static int implicit_weight_grad(nrt_exec_ctx *ctx, const igeom *ig, nrt_dtype ct
                                 int64_t n, side x, side dy, char *acc) {
   const int64_t ces = (int64_t)nk_dtype_size(ct), oes = (int64_t)nk_dtype_size(ot);
   int rc = -1;
-  char *xp = malloc((size_t)(ig->cin * channel_region(ig, ig->nb) * oes + oes));
-  char *ys = malloc((size_t)(ig->cout * chunk_columns(ig, ig->nb) * oes + oes));
-  int64_t *off = malloc((size_t)(ig->ck + 1) * sizeof *off);
+  char *xp = nk_tmp_malloc((size_t)(ig->cin * channel_region(ig, ig->nb) * oes + oes));
+  char *ys = nk_tmp_malloc((size_t)(ig->cout * chunk_columns(ig, ig->nb) * oes + oes));
+  int64_t *off = nk_tmp_malloc((size_t)(ig->ck + 1) * sizeof *off);
   /* Few output channels on AVX-512: dot products, no packing (see
    * conv_dw_avx512_f32.c); zeros is their padding row.  float32 operands
    * only (bfloat16 ones take the dot-product GEMM). */
   const int dots = ot == NRT_FLOAT32 && ig->cout <= 32 && nk_cpu_isa() == NK_ISA_AVX512;
-  float *zeros = dots ? calloc((size_t)(chunk_columns(ig, ig->nb) + 16), sizeof(float)) : NULL;
+  float *zeros = dots ? nk_tmp_calloc((size_t)(chunk_columns(ig, ig->nb) + 16), sizeof(float)) : NULL;
   if (!xp || !ys || !off || (dots && !zeros)) {
     nrt_exec_fail(ctx, "conv: out of host memory for an implicit-GEMM chunk");
     goto done;
@@ -334,10 +335,10 @@ static int implicit_weight_grad(nrt_exec_ctx *ctx, const igeom *ig, nrt_dtype ct
   }
   rc = 1;
 done:
-  free(xp);
-  free(ys);
-  free(off);
-  free(zeros);
+  nk_tmp_free(xp);
+  nk_tmp_free(ys);
+  nk_tmp_free(off);
+  nk_tmp_free(zeros);
   return rc;
 }
 
@@ -368,7 +369,7 @@ int nk_conv_implicit(nrt_exec_ctx *ctx, int mode, const conv_geom *g, nrt_dtype 
   }
   if (mode == NK_CONV_BACKWARD_WEIGHT) {
     if (!igeom_make(&ig, g->in, g->k, g->d, g->p, g->cg, g->og, g->n)) return 0;
-    char *acc = calloc((size_t)(g->og * g->ck + 1), (size_t)ces);
+    char *acc = nk_tmp_calloc((size_t)(g->og * g->ck + 1), (size_t)ces);
     if (!acc) {
       nrt_exec_fail(ctx, "conv: out of host memory for the weight-gradient accumulator");
       return -1;
@@ -378,7 +379,7 @@ int nk_conv_implicit(nrt_exec_ctx *ctx, int mode, const conv_geom *g, nrt_dtype 
       const int rc = implicit_weight_grad(ctx, &ig, ct, ot, g->n, side_of(x, grp * g->cg),
                                           side_of(y, grp * g->og), acc);
       if (rc != 1) {
-        free(acc);
+        nk_tmp_free(acc);
         return rc;
       }
       /* dw[grp * og + o][c][t] <- acc[o][c * kprod + t]: whole rows where
@@ -394,7 +395,7 @@ int nk_conv_implicit(nrt_exec_ctx *ctx, int mode, const conv_geom *g, nrt_dtype 
                  acc + (o * g->ck + r) * ces, (size_t)ces);
       }
     }
-    free(acc);
+    nk_tmp_free(acc);
     return 1;
   }
   if (mode != NK_CONV_BACKWARD_INPUT) return 0;
@@ -406,7 +407,7 @@ int nk_conv_implicit(nrt_exec_ctx *ctx, int mode, const conv_geom *g, nrt_dtype 
   }
   if (!igeom_make(&ig, g->out, g->k, g->d, pp, g->og, g->cg, g->n)) return 0;
   if (ig.out[0] != g->in[0] || ig.out[1] != g->in[1] || ig.out[2] != g->in[2]) return 0;
-  char *wt = malloc((size_t)(g->cg * g->og * g->kprod * oes + oes));
+  char *wt = nk_tmp_malloc((size_t)(g->cg * g->og * g->kprod * oes + oes));
   if (!wt) {
     nrt_exec_fail(ctx, "conv: out of host memory for a transposed weight");
     return -1;
@@ -435,6 +436,6 @@ int nk_conv_implicit(nrt_exec_ctx *ctx, int mode, const conv_geom *g, nrt_dtype 
     rc = implicit_forward(ctx, &ig, ct, ot, g->n, side_of(y, grp * g->og), wt, g->og * g->kprod * oes,
                           oes, side_of(x, grp * g->cg), NULL, 0);
   }
-  free(wt);
+  nk_tmp_free(wt);
   return rc;
 }

@@ -33,6 +33,7 @@
 #include "common/nd_iter.h"
 #include "neuron_kernels.h"
 #include "common/validate.h"
+#include "common/tmp_buffers.h"
 
 #define POOL_GRAIN_WORK 32768 /* element reads per parallel chunk */
 
@@ -429,7 +430,7 @@ static void scatter_range(void *arg, int64_t begin, int64_t end, int worker) {
   }
   const int64_t total = j->g.in[0] * j->g.in[1] * j->g.in[2];
   const int dbl = j->dst->dtype == NRT_FLOAT64;
-  void *buf = malloc((size_t)total * (dbl ? sizeof(double) : sizeof(float)));
+  void *buf = nk_tmp_malloc((size_t)total * (dbl ? sizeof(double) : sizeof(float)));
   if (!buf) {
     atomic_store(&j->oom, 1);
     return;
@@ -438,7 +439,7 @@ static void scatter_range(void *arg, int64_t begin, int64_t end, int worker) {
     if (dbl) scatter_plane_f64(j, pl, buf);
     else scatter_plane_f32(j, pl, buf);
   }
-  free(buf);
+  nk_tmp_free(buf);
 }
 
 int nk_pool_scatter_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {

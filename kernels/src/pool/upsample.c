@@ -33,6 +33,7 @@
 #include "common/nd_iter.h"
 #include "neuron_kernels.h"
 #include "common/validate.h"
+#include "common/tmp_buffers.h"
 
 #define UP_GRAIN_WORK 32768
 #define UP_MAX_TAPS 4
@@ -241,7 +242,7 @@ static void backward_range(void *arg, int64_t begin, int64_t end, int worker) {
   (void)worker;
   up_job *j = arg;
   const int64_t total = j->in[0] * j->in[1] * j->in[2];
-  void *buf = malloc((size_t)total * (j->dbl ? sizeof(double) : sizeof(float)));
+  void *buf = nk_tmp_malloc((size_t)total * (j->dbl ? sizeof(double) : sizeof(float)));
   if (!buf) {
     atomic_store(&j->oom, 1);
     return;
@@ -250,7 +251,7 @@ static void backward_range(void *arg, int64_t begin, int64_t end, int worker) {
     if (j->dbl) backward_plane_f64(j, pl, buf);
     else backward_plane_f32(j, pl, buf);
   }
-  free(buf);
+  nk_tmp_free(buf);
 }
 
 static void free_taps(up_job *j) {

@@ -24,6 +24,7 @@
 #include "neuron_kernels.h"
 #include "reduce/softmax_simd.h"
 #include "common/validate.h"
+#include "common/tmp_buffers.h"
 
 typedef struct smplan {
   int log, backward, nops, dbl;
@@ -149,7 +150,7 @@ static int widened_line(const smplan *p, char *const *d, float *buf) {
 static void lines_range(void *arg, int64_t begin, int64_t end, int worker) {
   (void)worker;
   const smplan *p = arg;
-  float *buf = p->widen ? malloc((size_t)p->len * 3 * sizeof(float)) : NULL;
+  float *buf = p->widen ? nk_tmp_malloc((size_t)p->len * 3 * sizeof(float)) : NULL;
   for (int64_t l = begin; l < end; l++) {
     char *d[3] = {p->data[0], p->data[1], p->data[2]};
     int64_t r = l;
@@ -163,7 +164,7 @@ static void lines_range(void *arg, int64_t begin, int64_t end, int worker) {
     if (p->dbl) line_f64(p, d);
     else line_f32(p, d);
   }
-  free(buf);
+  nk_tmp_free(buf);
 }
 
 nk_softmax_vec_fn nk_softmax_vec_pick(void) {
