@@ -175,7 +175,7 @@ void nrt_trace_host_work(nrt_stream *s, const char *name, uint32_t kernel, uint6
 
 /* ---- pool.c */
 void nrt_pool_init(int threads);
-void nrt_pin_slot(int slot); /* this thread onto compute slot `slot`'s CPU (kept: TORCHNEURON_PIN_THREADS) */
+void nrt_place_slot(int slot); /* this thread onto compute slot `slot`'s CPU (kept: TORCHNEURON_PIN_THREADS) */
 
 /* spin hint for busy-wait loops */
 static inline void nrt_cpu_relax(void) {

@@ -77,7 +77,7 @@ void nrt_pool_init(int threads) {
  * none of 16 when each thread first moves to its own CPU.  Unpinned, the
  * thread then takes back every CPU the process may use (another stream's
  * worker, another process on the machine: the scheduler stays free). */
-void nrt_pin_slot(int slot) {
+void nrt_place_slot(int slot) {
   if (n_allowed <= 0) return;
   int want = slot % n_allowed;
   for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
@@ -151,7 +151,7 @@ static void *helper_main(void *arg) {
   int worker = (int)(intptr_t)arg;
   uint64_t seen = 0;
   pthread_setname_np(pthread_self(), "neuron-pool"); /* for top, perf and gdb */
-  nrt_pin_slot(worker);
+  nrt_place_slot(worker);
   in_region = 1; /* a kernel's nested parallel_for runs inline */
   for (;;) {
     if (!spin_until(generation_moved, &seen)) {

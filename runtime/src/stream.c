@@ -338,7 +338,7 @@ static void *worker_main(void *arg) {
   nrt_exec_ctx ctx = {.stream = s};
   own_stream = s;
   pthread_setname_np(pthread_self(), "neuron-stream"); /* for top, perf and gdb */
-  nrt_pin_slot(0);
+  nrt_place_slot(0);
   nrt_device_current_set(s->device->index);
   nrt_fusion *fusion = NULL; /* this worker's planner state, made at first use */
   for (;;) {

@@ -73,4 +73,12 @@ static inline VT vldexp(VT y, VT n) {
  * takes 8 lanes per ~5 cycles: the division stays). */
 static inline VT vdiv_fast(VT a, VT b) { return VDIV(a, b); }
 
+/* the sum of the lanes (pairwise halves) */
+static inline float vreduce_add(VT v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+  return _mm_cvtss_f32(s);
+}
+
 #endif /* NK_SIMD_AVX2_F32_H */

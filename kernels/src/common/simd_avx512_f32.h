@@ -81,4 +81,7 @@ static inline VT vdiv_fast(VT a, VT b) {
   return q;
 }
 
+/* the sum of the lanes */
+static inline float vreduce_add(VT v) { return _mm512_reduce_add_ps(v); }
+
 #endif /* NK_SIMD_AVX512_F32_H */

@@ -119,17 +119,16 @@ typedef struct gemm_arch {
   nk_gemm_ukr ukr;
   void *dot, *axpy; /* float/double matrix-vector helpers (NULL: none) */
   nk_gemm_ukr_rows ukr_rows; /* the unpacked-B form (NULL: none) */
-  /* AMX (gemm_amx_bf16.c): the k pairs padded to a multiple of kp_align,
-   * A packed row-major (pack_pairs_rows), and the tile configuration
-   * loaded / released around each run of micro-kernel calls. */
-  int kp_align, a_row_major;
+  /* AMX (gemm_amx_bf16.c): the k pairs padded to a multiple of kp_align
+   * (1: none), A packed in tile order (pack_pairs_tiles), and the tile
+   * configuration loaded / released around each run of micro-kernel calls. */
+  int kp_align, a_tiles;
   void (*begin)(void), (*end)(void);
-  /* rows_first's blocking (0: one sliver, the whole k block): micro-kernel
-   * calls of kp_sub packed k steps over row_group row slivers, so a B
-   * sub-sliver stays in L1 while the group's A slivers stream from L2. */
+  /* rows_first's blocking: micro-kernel calls of kp_sub packed k steps (0:
+   * the whole k block) over row_group row slivers, so a B sub-sliver stays
+   * in L1 while the group's A slivers stream from L2. */
   int kp_sub, row_group;
-  /* products below this many flops run serially (0: 2e6, the float32
-   * kernels' measured break-even) */
+  /* products below this many flops run serially */
   double serial_flops;
 } gemm_arch;
 
@@ -139,9 +138,13 @@ static int has_bf16_dot(void) { return nk_cpu_has_avx512bf16(); }
 
 static int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
 
-/* The SIMD kernels' entries, by position (the AMX ones name theirs). */
-#define ARCH(mr_, nr_, ukr_, dot_, axpy_, rows_) \
-  (gemm_arch){.mr = mr_, .nr = nr_, .ukr = ukr_, .dot = dot_, .axpy = axpy_, .ukr_rows = rows_}
+/* The SIMD kernels' entries, by position (the AMX ones name theirs), with
+ * the defaults: no k padding, one-sliver row groups, and 2 MFLOP as the
+ * serial threshold (the float32 kernels' measured break-even). */
+#define ARCH_DEFAULTS .kp_align = 1, .row_group = 1, .serial_flops = 2e6
+#define ARCH(mr_, nr_, ukr_, dot_, axpy_, rows_)                                          \
+  (gemm_arch){.mr = mr_, .nr = nr_, .ukr = ukr_, .dot = dot_, .axpy = axpy_, .ukr_rows = rows_, \
+              ARCH_DEFAULTS}
 
 /* The micro-kernel for m-row products of compute class cls. */
 static gemm_arch pick_arch(nk_class cls, int pairs, int64_t m) {
@@ -149,7 +152,7 @@ static gemm_arch pick_arch(nk_class cls, int pairs, int64_t m) {
   if (pairs && nk_cpu_has_amx_bf16())
     return (gemm_arch){.mr = m <= 16 ? 16 : 32, .nr = 32,
                        .ukr = m <= 16 ? nk_gemm_ukr_amx_bf16_16x32 : nk_gemm_ukr_amx_bf16_32x32,
-                       .kp_align = 16, .a_row_major = 1, .begin = nk_gemm_amx_begin,
+                       .kp_align = 16, .a_tiles = 1, .begin = nk_gemm_amx_begin,
                        .end = nk_gemm_amx_end, .kp_sub = 128, .row_group = 2,
                        /* one AMX core beat two below ~80 MFLOP (256^3: 0.91-0.98x
                         * torch CPU serial, 0.41-1.01x split; 320^3: 0.5-0.7x
@@ -392,7 +395,7 @@ static void pack_pairs(const matrix *x, int64_t r0, int64_t rows, int64_t c0, in
  * the prefetchers follow; row-major slivers (a tile's 16 rows kp * 4
  * bytes apart) left 32 streams in flight, and the tile loads waited on
  * L2.  kp is a multiple of 16. */
-static void pack_pairs_rows(const matrix *x, int64_t r0, int64_t rows, int64_t c0, int64_t cols,
+static void pack_pairs_tiles(const matrix *x, int64_t r0, int64_t rows, int64_t c0, int64_t cols,
                             int width, int64_t kp, uint32_t *dst) {
   const int k_adjacent = x->cs == 2 && !x->coff;
   const int64_t blocks = kp / 16;
@@ -419,7 +422,7 @@ static void pack_pairs_rows(const matrix *x, int64_t r0, int64_t rows, int64_t c
 /* The packed length of a k block of kc: kc values, or its pairs (padded
  * for AMX). */
 static int64_t packed_k(const gemm_plan *p, int64_t kc) {
-  return p->pairs ? round_up((kc + 1) / 2, p->arch.kp_align ? p->arch.kp_align : 1) : kc;
+  return p->pairs ? round_up((kc + 1) / 2, p->arch.kp_align) : kc;
 }
 
 static void pack(const gemm_plan *p, const matrix *x, int64_t r0, int64_t rows, int64_t c0,
@@ -667,7 +670,7 @@ static void rows_first(const panel *pn, const char *a_pack, int worker, int64_t 
                        int64_t jb, int64_t je) {
   const gemm_plan *p = pn->p;
   const int mr = p->arch.mr, nr = p->arch.nr;
-  const int64_t group = (int64_t)mr * (p->arch.row_group ? p->arch.row_group : 1);
+  const int64_t group = (int64_t)mr * p->arch.row_group;
   const int64_t sub = p->arch.kp_sub ? p->arch.kp_sub : pn->kp;
   const int64_t es = (int64_t)p->es, ld = round_up(je - jb, nr);
   char *rb = pn->buf->ws + (size_t)worker * pn->buf->ws_stride;
@@ -708,8 +711,8 @@ static void compute_range(void *arg, int64_t begin, int64_t end, int worker) {
     const int64_t ic = item / pn->n_jr_chunks, chunk = item % pn->n_jr_chunks;
     const int64_t i0 = ic * pn->mc, rows = p->m - i0 < pn->mc ? p->m - i0 : pn->mc;
     if (ic != packed_ic) {
-      if (p->arch.a_row_major)
-        pack_pairs_rows(&pn->a, i0, rows, pn->p0, pn->kc, mr, pn->kp, (uint32_t *)a_pack);
+      if (p->arch.a_tiles)
+        pack_pairs_tiles(&pn->a, i0, rows, pn->p0, pn->kc, mr, pn->kp, (uint32_t *)a_pack);
       else
         pack(p, &pn->a, i0, rows, pn->p0, pn->kc, mr, a_pack);
       packed_ic = ic;
@@ -1174,7 +1177,7 @@ static int gemm_run(nrt_exec_ctx *ctx, const nrt_operand ops[3], const nrt_opera
   /* Below ~2 MFLOP per product (arch.serial_flops) a trip to the pool
    * costs more than it saves; batches of such products split by batch
    * entry instead. */
-  const int small = flops < (p->arch.serial_flops ? p->arch.serial_flops : 2e6);
+  const int small = flops < p->arch.serial_flops;
   const int by_batch = threads > 1 && p->batch > 1 && (small || p->batch >= 2 * threads);
   const int parallel = threads > 1 && !small && !by_batch;
   const int sets = by_batch ? threads : 1;
@@ -1185,7 +1188,7 @@ static int gemm_run(nrt_exec_ctx *ctx, const nrt_operand ops[3], const nrt_opera
   const size_t a_stride = (size_t)round_up((int64_t)((size_t)(round_up(p->mc, mr) * kp) * es), 64);
   const size_t b_bytes = (size_t)round_up((int64_t)((size_t)(kp * p->nc) * es), 64);
   plan.rows_first = !p->direct && p->k <= p->kc;
-  const int64_t group_rows = mr * (p->arch.row_group ? p->arch.row_group : 1);
+  const int64_t group_rows = mr * p->arch.row_group;
   const size_t ws_stride = (size_t)round_up((int64_t)((size_t)(group_rows * p->nc) * es), 64);
   const size_t ws_bytes = p->direct       ? 0
                           : p->rows_first ? ws_stride * (size_t)workers

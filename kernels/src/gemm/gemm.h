@@ -86,8 +86,8 @@ void nk_gemm_ukr_avx2_f64(int64_t, const void *, const void *, void *, int64_t, 
 /* AVX512_BF16 bfloat16 12x32: a and b packed in k pairs (two bfloat16 per
  * 32-bit word), kc counting pairs; c float32. */
 void nk_gemm_ukr_avx512bf16_f32(int64_t, const void *, const void *, void *, int64_t, const void *, const void *);
-/* AMX bfloat16 32x32 and 16x32 (gemm_amx_bf16.c): A packed row-major in k
- * pairs, B as above, kc (pairs) a multiple of 16; called between
+/* AMX bfloat16 32x32 and 16x32 (gemm_amx_bf16.c): A packed in k pairs in
+ * tile order, B as above, kc (pairs) a multiple of 16; called between
  * nk_gemm_amx_begin (loads the tile configuration) and nk_gemm_amx_end. */
 void nk_gemm_ukr_amx_bf16_32x32(int64_t, const void *, const void *, void *, int64_t, const void *, const void *);
 void nk_gemm_ukr_amx_bf16_16x32(int64_t, const void *, const void *, void *, int64_t, const void *, const void *);

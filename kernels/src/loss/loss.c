@@ -94,27 +94,30 @@ NK_INLINE double loss_f64(nk_loss_op op, double x, double y, double g, double p0
   }
 }
 
+/* A contiguous float32 row; the gradient (backward) steps gs elements: 1,
+ * or 0 for the gradient of a reduced loss, one value broadcast.  gs is a
+ * constant at each call, so both loops vectorise. */
+NK_INLINE void row_contig_f32(const loss_plan *p, nk_loss_op op, int64_t n, char *const *data,
+                              int64_t gs, int *bad) {
+  const int back = loss_is_backward(op);
+  float *o = (float *)data[0];
+  const float *a = (const float *)data[1], *b = (const float *)data[2];
+  const float *g = back ? (const float *)data[3] : NULL;
+  int bd = 0;
+  for (int64_t i = 0; i < n; i++) o[i] = loss_f32(op, a[i], b[i], back ? g[i * gs] : 0.0f, p->p0f, p->p1f, &bd);
+  *bad |= bd;
+}
+
 /* Same-dtype rows: the dtype and op are constants here. */
 NK_INLINE void row_same_f32(const loss_plan *p, nk_loss_op op, int64_t n, char *const *data,
                             const int64_t *s, int *bad) {
   const int back = loss_is_backward(op);
   if (s[0] == 4 && s[1] == 4 && s[2] == 4 && (!back || s[3] == 4)) {
-    float *o = (float *)data[0];
-    const float *a = (const float *)data[1], *b = (const float *)data[2];
-    const float *g = back ? (const float *)data[3] : NULL;
-    int bd = 0;
-    for (int64_t i = 0; i < n; i++) o[i] = loss_f32(op, a[i], b[i], back ? g[i] : 0.0f, p->p0f, p->p1f, &bd);
-    *bad |= bd;
+    row_contig_f32(p, op, n, data, 1, bad);
     return;
   }
   if (back && s[0] == 4 && s[1] == 4 && s[2] == 4 && s[3] == 0) {
-    /* the gradient of a reduced loss: one value broadcast (a vector loop) */
-    float *o = (float *)data[0];
-    const float *a = (const float *)data[1], *b = (const float *)data[2];
-    const float g = nk_read_f32(data[3]);
-    int bd = 0;
-    for (int64_t i = 0; i < n; i++) o[i] = loss_f32(op, a[i], b[i], g, p->p0f, p->p1f, &bd);
-    *bad |= bd;
+    row_contig_f32(p, op, n, data, 0, bad);
     return;
   }
   for (int64_t i = 0; i < n; i++) {
