@@ -175,6 +175,17 @@ void nrt_trace_host_work(nrt_stream *s, const char *name, uint32_t kernel, uint6
 
 /* ---- pool.c */
 void nrt_pool_init(int threads);
+/* A waiting host thread joins the open compute-pool region, if any, as a
+ * worker (pool.c); returns whether there was one. */
+int nrt_pool_assist(void);
+/* Sets the calling compute thread's floating-point control state to the
+ * device's (x86's default: no flush-to-zero), whatever its creator had. */
+void nrt_compute_thread_fp_state(void);
+/* The same around device work a host thread does itself (a small task run
+ * inline, a region it assists): enter returns the thread's own state,
+ * leave restores it. */
+unsigned nrt_fp_state_enter(void);
+void nrt_fp_state_leave(unsigned saved);
 void nrt_place_slot(int slot); /* this thread onto compute slot `slot`'s CPU (kept: TORCHNEURON_PIN_THREADS) */
 
 /* spin hint for busy-wait loops */

@@ -30,7 +30,19 @@
  * the sleeper count are both under wake_lock, so a wake-up is never lost.
  *
  * Team regions (nrt_parallel_team, at the end) share the helpers, the
- * region lock and the wake-up, but run one member per thread at once. */
+ * region lock and the wake-up, but run one member per thread at once.
+ *
+ * A host thread waiting for a stream (nrt_pool_assist, from stream.c's
+ * wait) joins an open region as a worker too.  On a machine whose cores
+ * the pool fills, the waiting host thread is a third busy thread: it
+ * spin-waits on one core while the stream's worker and a helper need both,
+ * and a helper woken from its futex waits for a core (a compiled 32768-
+ * element GELU synchronised after each call: 124 us against Inductor CPU's
+ * 53, most of it threads switching).  So worker indexes are seats, claimed
+ * per region (job.seats: the caller holds 0, helpers and assisting hosts
+ * take 1..n-1 and leave when none is left) rather than fixed per thread;
+ * a region's participants are whoever arrives first, and every thread
+ * joins by the same protocol (joined, then closed). */
 #include "internal.h"
 
 #define SPIN_NS 30000u
@@ -54,7 +66,8 @@ static struct {
   int team_want;
   atomic_int members;   /* team seats taken, the caller's included; -1: closed */
   atomic_int team_size; /* 0 until the caller fixes it */
-  atomic_int joined; /* helpers inside the current region */
+  atomic_int seats;  /* range regions: worker indexes handed out, the caller's included */
+  atomic_int joined; /* helpers (or assisting hosts) inside the current region */
   atomic_int closed; /* every chunk is claimed: no one may join */
 } job = {.closed = 1};
 
@@ -147,11 +160,32 @@ static void join_team(void) {
   job.team(job.arg, seat, size);
 }
 
+/* Joins the current region, if one is open, as a helper or an assisting
+ * host: enter (joined), then check that it is still open, take a seat and
+ * work; leave (the last one out of a closed region tells the caller). */
+static void join_region(void) {
+  atomic_fetch_add(&job.joined, 1);
+  if (!atomic_load(&job.closed)) {
+    if (job.team) {
+      join_team();
+    } else {
+      const int seat = atomic_fetch_add(&job.seats, 1);
+      if (seat < helpers) run_chunks(seat);
+    }
+  }
+  if (atomic_fetch_sub(&job.joined, 1) == 1 && atomic_load(&job.closed)) {
+    pthread_mutex_lock(&wake_lock);
+    pthread_cond_signal(&done_cv);
+    pthread_mutex_unlock(&wake_lock);
+  }
+}
+
 static void *helper_main(void *arg) {
-  int worker = (int)(intptr_t)arg;
+  int slot = (int)(intptr_t)arg;
   uint64_t seen = 0;
   pthread_setname_np(pthread_self(), "neuron-pool"); /* for top, perf and gdb */
-  nrt_place_slot(worker);
+  nrt_place_slot(slot);
+  nrt_compute_thread_fp_state();
   in_region = 1; /* a kernel's nested parallel_for runs inline */
   for (;;) {
     if (!spin_until(generation_moved, &seen)) {
@@ -162,18 +196,42 @@ static void *helper_main(void *arg) {
       pthread_mutex_unlock(&wake_lock);
     }
     seen = atomic_load(&generation);
-    atomic_fetch_add(&job.joined, 1);
-    if (!atomic_load(&job.closed)) {
-      if (job.team) join_team();
-      else run_chunks(worker);
-    }
-    if (atomic_fetch_sub(&job.joined, 1) == 1 && atomic_load(&job.closed)) {
-      pthread_mutex_lock(&wake_lock);
-      pthread_cond_signal(&done_cv);
-      pthread_mutex_unlock(&wake_lock);
-    }
+    join_region();
   }
   return NULL;
+}
+
+/* The floating-point control state (MXCSR: rounding, flush-to-zero,
+ * denormals-are-zero) of every compute thread is x86's default, whatever
+ * the host thread that created it had set (a new thread inherits its
+ * creator's; torch's set_flush_denormal changes the calling thread's
+ * only): the device's results never depend on host-thread state, as a
+ * GPU's do not.  An assisting host runs its share under the same state. */
+#if defined(__x86_64__) || defined(__i386__)
+#define MXCSR_DEFAULT 0x1f80u  /* round to nearest, all exceptions masked */
+#define MXCSR_CONTROL 0xffc0u  /* the low 6 bits are sticky exception flags */
+static unsigned swap_fp_state(unsigned to) {
+  const unsigned was = __builtin_ia32_stmxcsr();
+  if ((was ^ to) & MXCSR_CONTROL) __builtin_ia32_ldmxcsr((was & ~MXCSR_CONTROL) | (to & MXCSR_CONTROL));
+  return was;
+}
+#else
+#define MXCSR_DEFAULT 0u
+static unsigned swap_fp_state(unsigned to) { return to; }
+#endif
+
+void nrt_compute_thread_fp_state(void) { swap_fp_state(MXCSR_DEFAULT); }
+unsigned nrt_fp_state_enter(void) { return swap_fp_state(MXCSR_DEFAULT); }
+void nrt_fp_state_leave(unsigned saved) { swap_fp_state(saved); }
+
+int nrt_pool_assist(void) {
+  if (in_region || atomic_load(&job.closed)) return 0;
+  in_region = 1; /* its kernels' nested parallel_for runs inline, as on a helper */
+  const unsigned own = nrt_fp_state_enter();
+  join_region();
+  nrt_fp_state_leave(own);
+  in_region = 0;
+  return 1;
 }
 
 /* Opens the region that job now describes to the helpers. */
@@ -222,6 +280,7 @@ void nrt_parallel_for(int64_t n, int64_t grain, nrt_range_fn fn, void *arg) {
   job.n = n;
   job.chunk = per > grain ? per : grain;
   atomic_store(&job.next, 0);
+  atomic_store(&job.seats, 1); /* seat 0: the caller */
   atomic_store(&job.closed, 0);
   if (helpers > 1) wake_helpers();
   in_region = 1;

@@ -339,6 +339,7 @@ static void *worker_main(void *arg) {
   own_stream = s;
   pthread_setname_np(pthread_self(), "neuron-stream"); /* for top, perf and gdb */
   nrt_place_slot(0);
+  nrt_compute_thread_fp_state();
   nrt_device_current_set(s->device->index);
   nrt_fusion *fusion = NULL; /* this worker's planner state, made at first use */
   for (;;) {
@@ -573,7 +574,9 @@ static int try_run_inline(nrt_stream *s, const nrt_task *t) {
     int tracing = nrt_trace_enabled();
     uint64_t start = tracing ? nrt_now_ns() : 0;
     inline_ctx.stream = s;
+    const unsigned own_fp = nrt_fp_state_enter(); /* the worker's numerics, not the host's */
     int failed = nrt_execute(&inline_ctx, t) != 0;
+    nrt_fp_state_leave(own_fp);
     if (failed) record_failure(s, t, inline_ctx.message);
     if (tracing) {
       uint64_t corr = t->correlation ? t->correlation : nrt_trace_tls_correlation;
@@ -610,9 +613,13 @@ void nrt_stream_wait_seq(nrt_stream *s, uint64_t seq) {
   atomic_fetch_sub(&s->waiters, 1);
 }
 
+/* The host polls for a while before it sleeps, and while it polls it works
+ * as one of the compute pool's threads (nrt_pool_assist) instead of
+ * keeping a core busy doing nothing. */
 static void wait_head(nrt_stream *s, uint64_t seq) {
   uint64_t until = 0;
   for (unsigned i = 0; atomic_load(&s->head) < seq; i++) {
+    if (nrt_pool_assist()) continue;
     if ((i & 63) == 63) {
       uint64_t now = nrt_now_ns();
       if (!until) until = now + SPIN_NS;

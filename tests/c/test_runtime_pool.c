@@ -3,18 +3,21 @@
  * threads and stream workers) without deadlock.  Teams: every member once,
  * all members running at once (a barrier between them completes), the size
  * bounded by the request, a team of 1 inside a region, concurrent teams and
- * ranges without deadlock. */
+ * ranges without deadlock.  A host thread waiting for a stream works in its
+ * regions: on a seat no one else holds, under the pool's floating-point
+ * control state, not its own. */
 #define _GNU_SOURCE /* setenv */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../../runtime/include/neuron_runtime.h"
 #include "check.h"
 
-enum { THREADS = 4, K_PARALLEL = 700 };
+enum { THREADS = 4, K_PARALLEL = 700, K_ASSIST = 701 };
 
 typedef struct coverage {
   int64_t n, grain;
@@ -234,6 +237,97 @@ static void test_team_concurrent(void) {
   coverage_free(c);
 }
 
+/* ------------------------------------------------------- host assist */
+
+/* Which thread holds each worker index of a region, and whether a chunk
+ * ran on the waiting host, under which MXCSR. */
+typedef struct assist_probe {
+  pthread_t host;
+  _Atomic(pthread_t) holder[THREADS];
+  atomic_int held[THREADS];
+  atomic_int bad, host_chunks, host_fp_bad;
+  atomic_uchar hits[4096];
+  unsigned pool_fp;
+  pthread_t worker; /* the stream's, worker 0 */
+} assist_probe;
+
+static unsigned read_mxcsr(void) {
+#if defined(__x86_64__)
+  return __builtin_ia32_stmxcsr() & 0xffc0u; /* the control bits, not the flags */
+#else
+  return 0;
+#endif
+}
+
+static void assist_fn(void *arg, int64_t b, int64_t e, int worker) {
+  assist_probe *p = arg;
+  if (worker < 0 || worker >= THREADS) {
+    atomic_fetch_add(&p->bad, 1);
+    return;
+  }
+  /* an index is held by one thread at a time */
+  const pthread_t self = pthread_self();
+  if (atomic_fetch_add(&p->held[worker], 1) == 0) atomic_store(&p->holder[worker], self);
+  else atomic_fetch_add(&p->bad, 1);
+  if (pthread_equal(self, p->host)) {
+    atomic_fetch_add(&p->host_chunks, 1);
+    if (read_mxcsr() != p->pool_fp) atomic_fetch_add(&p->host_fp_bad, 1);
+  }
+  const uint64_t until = nrt_now_ns() + 20000; /* 20 us a chunk: room to join */
+  for (int64_t i = b; i < e; i++) atomic_fetch_add(&p->hits[i], 1);
+  while (nrt_now_ns() < until) sched_yield();
+  atomic_fetch_sub(&p->held[worker], 1);
+}
+
+static int assist_kernel(const nrt_task *t, nrt_exec_ctx *ctx) {
+  (void)ctx;
+  assist_probe *p = t->operands[0].data;
+  p->pool_fp = read_mxcsr(); /* the stream worker's */
+  p->worker = pthread_self();
+  nrt_parallel_for(4096, 64, assist_fn, p);
+  return 0;
+}
+
+/* The helpers sleep (2 ms idle each time), the host waits in
+ * synchronize: it takes seats in the stream's regions, at least once in
+ * 100 tries, with the flush-to-zero it set for itself switched off there
+ * (the stream's worker, started after the host set it, runs without it
+ * too: compute threads do not inherit it). */
+static void test_host_assist(void) {
+  CHECK_OK(nrt_kernel_register(K_ASSIST, "assist", assist_kernel));
+  nrt_stream *s;
+  CHECK_OK(nrt_stream_from_pool(0, 0, &s));
+#if defined(__x86_64__)
+  const unsigned own = __builtin_ia32_stmxcsr();
+  __builtin_ia32_ldmxcsr(own | 0x8040); /* FTZ and DAZ on this thread only */
+#endif
+  int host_ran = 0, ok = 1;
+  for (int r = 0; r < 100; r++) {
+    assist_probe *p = calloc(1, sizeof *p);
+    p->host = pthread_self();
+    struct timespec nap = {0, 2000000};
+    nanosleep(&nap, NULL);
+    nrt_task t = {.kernel = K_ASSIST, .name = "assist", .n_operands = 1};
+    t.operands[0].data = p;
+    t.operands[0].ndim = 1; /* large: queued for the worker, never run inline */
+    t.operands[0].sizes[0] = 1 << 20;
+    t.operands[0].strides[0] = 0;
+    CHECK_OK(nrt_launch(s, &t));
+    CHECK_OK(nrt_stream_synchronize(s));
+    for (int i = 0; i < 4096; i++) ok &= p->hits[i] == 1;
+    ok &= !atomic_load(&p->bad) && !atomic_load(&p->host_fp_bad) && p->pool_fp == 0x1f80u;
+    ok &= !pthread_equal(p->worker, p->host);
+    host_ran += atomic_load(&p->host_chunks) > 0;
+    free(p);
+  }
+#if defined(__x86_64__)
+  CHECK((__builtin_ia32_stmxcsr() & 0x8040) == 0x8040); /* its own state is back */
+  __builtin_ia32_ldmxcsr(own);
+#endif
+  CHECK(ok);
+  CHECK(host_ran > 0);
+}
+
 int main(void) {
   setenv("TORCHNEURON_NUM_THREADS", "4", 1);
   setenv("TORCHNEURON_HBM_SIZE", "64M", 1);
@@ -245,5 +339,6 @@ int main(void) {
   test_team();
   test_team_nested();
   test_team_concurrent();
+  test_host_assist();
   return CHECK_SUMMARY();
 }
