@@ -69,6 +69,10 @@ _compile_trigger.install()
 
 _hf_trainer.install()
 
+from torch_neuronx import _exit  # noqa: E402
+
+_exit.install()
+
 # The `neuron` c10d backend (torch_neuronx/distributed.py) registers itself.
 try:
     import torch.distributed as _dist
