@@ -615,11 +615,13 @@ void nrt_stream_wait_seq(nrt_stream *s, uint64_t seq) {
 
 /* The host polls for a while before it sleeps, and while it polls it works
  * as one of the compute pool's threads (nrt_pool_assist) instead of
- * keeping a core busy doing nothing. */
+ * keeping a core busy doing nothing.  It looks for an open region every 8th
+ * poll (a few hundred nanoseconds): the flag shares its cache line with
+ * the counter the workers claim chunks from. */
 static void wait_head(nrt_stream *s, uint64_t seq) {
   uint64_t until = 0;
   for (unsigned i = 0; atomic_load(&s->head) < seq; i++) {
-    if (nrt_pool_assist()) continue;
+    if ((i & 7) == 0 && nrt_pool_assist()) continue;
     if ((i & 63) == 63) {
       uint64_t now = nrt_now_ns();
       if (!until) until = now + SPIN_NS;
