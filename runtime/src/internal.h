@@ -178,15 +178,31 @@ void nrt_pool_init(int threads);
 /* A waiting host thread joins the open compute-pool region, if any, as a
  * worker (pool.c); returns whether there was one. */
 int nrt_pool_assist(void);
-/* Sets the calling compute thread's floating-point control state to the
- * device's (x86's default: no flush-to-zero), whatever its creator had. */
-void nrt_compute_thread_fp_state(void);
-/* The same around device work a host thread does itself (a small task run
- * inline, a region it assists): enter returns the thread's own state,
- * leave restores it. */
-unsigned nrt_fp_state_enter(void);
-void nrt_fp_state_leave(unsigned saved);
 void nrt_place_slot(int slot); /* this thread onto compute slot `slot`'s CPU (kept: TORCHNEURON_PIN_THREADS) */
+
+/* The device's floating-point control state (MXCSR: rounding, flush-to-
+ * zero, denormals-are-zero) is x86's default, whatever the host thread had
+ * set (a new thread inherits its creator's; torch's set_flush_denormal
+ * changes the calling thread's only): the device's results never depend on
+ * host-thread state, as a GPU's do not.  Compute threads enter it for good
+ * when they start; a host thread around device work it does itself (a small
+ * task run inline, a pool region it assists): enter returns the thread's own
+ * state, leave restores it. */
+#if defined(__x86_64__) || defined(__i386__)
+#define NRT_MXCSR_DEFAULT 0x1f80u /* round to nearest, all exceptions masked */
+#define NRT_MXCSR_CONTROL 0xffc0u /* the low 6 bits are sticky exception flags */
+static inline unsigned nrt_fp_state_swap(unsigned to) {
+  const unsigned was = __builtin_ia32_stmxcsr();
+  if ((was ^ to) & NRT_MXCSR_CONTROL)
+    __builtin_ia32_ldmxcsr((was & ~NRT_MXCSR_CONTROL) | (to & NRT_MXCSR_CONTROL));
+  return was;
+}
+#else
+#define NRT_MXCSR_DEFAULT 0u
+static inline unsigned nrt_fp_state_swap(unsigned to) { return to; }
+#endif
+static inline unsigned nrt_fp_state_enter(void) { return nrt_fp_state_swap(NRT_MXCSR_DEFAULT); }
+static inline void nrt_fp_state_leave(unsigned saved) { nrt_fp_state_swap(saved); }
 
 /* spin hint for busy-wait loops */
 static inline void nrt_cpu_relax(void) {

@@ -185,7 +185,7 @@ static void *helper_main(void *arg) {
   uint64_t seen = 0;
   pthread_setname_np(pthread_self(), "neuron-pool"); /* for top, perf and gdb */
   nrt_place_slot(slot);
-  nrt_compute_thread_fp_state();
+  nrt_fp_state_enter(); /* for good: a compute thread */
   in_region = 1; /* a kernel's nested parallel_for runs inline */
   for (;;) {
     if (!spin_until(generation_moved, &seen)) {
@@ -200,29 +200,6 @@ static void *helper_main(void *arg) {
   }
   return NULL;
 }
-
-/* The floating-point control state (MXCSR: rounding, flush-to-zero,
- * denormals-are-zero) of every compute thread is x86's default, whatever
- * the host thread that created it had set (a new thread inherits its
- * creator's; torch's set_flush_denormal changes the calling thread's
- * only): the device's results never depend on host-thread state, as a
- * GPU's do not.  An assisting host runs its share under the same state. */
-#if defined(__x86_64__) || defined(__i386__)
-#define MXCSR_DEFAULT 0x1f80u  /* round to nearest, all exceptions masked */
-#define MXCSR_CONTROL 0xffc0u  /* the low 6 bits are sticky exception flags */
-static unsigned swap_fp_state(unsigned to) {
-  const unsigned was = __builtin_ia32_stmxcsr();
-  if ((was ^ to) & MXCSR_CONTROL) __builtin_ia32_ldmxcsr((was & ~MXCSR_CONTROL) | (to & MXCSR_CONTROL));
-  return was;
-}
-#else
-#define MXCSR_DEFAULT 0u
-static unsigned swap_fp_state(unsigned to) { return to; }
-#endif
-
-void nrt_compute_thread_fp_state(void) { swap_fp_state(MXCSR_DEFAULT); }
-unsigned nrt_fp_state_enter(void) { return swap_fp_state(MXCSR_DEFAULT); }
-void nrt_fp_state_leave(unsigned saved) { swap_fp_state(saved); }
 
 int nrt_pool_assist(void) {
   if (in_region || atomic_load(&job.closed)) return 0;

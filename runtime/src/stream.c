@@ -339,7 +339,7 @@ static void *worker_main(void *arg) {
   own_stream = s;
   pthread_setname_np(pthread_self(), "neuron-stream"); /* for top, perf and gdb */
   nrt_place_slot(0);
-  nrt_compute_thread_fp_state();
+  nrt_fp_state_enter(); /* for good: a compute thread */
   nrt_device_current_set(s->device->index);
   nrt_fusion *fusion = NULL; /* this worker's planner state, made at first use */
   for (;;) {
