@@ -14,23 +14,24 @@ Usage: python bench/adaptive.py [--quick] [--repeats N]
 """
 import argparse
 import math
+import statistics
 import os
 import sys
 
 import torch
 
 import torch_neuronx
-from timing import median_seconds, machine
+from timing import ROUNDS, machine, paired_medians, sync
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples"))
 
 
-def per_eval(fn, device, chain, repeats):
-    """Median seconds per evaluation of fn, `chain` evaluations per sample."""
+def chained(fn, chain):
+    """One timed sample: `chain` evaluations of fn back to back."""
     def sample():
         for _ in range(chain):
             fn()
-    return median_seconds(sample, torch.device(device), repeats) / chain
+    return sample
 
 
 # ------------------------------------------------------------------ cases
@@ -143,23 +144,41 @@ def train_case(module_name):
 
 def measure(make, chain, repeats):
     """(cpu s, off s, on s, peak off, peak on) per evaluation (per step for
-    the training cases, which time themselves)."""
-    times, peaks = {}, {}
-    timed = getattr(make, "times_itself", False)
-    for mode in (False, True):
-        torch_neuronx.set_adaptive_eager(mode)
-        torch.neuron.synchronize()
-        torch.neuron.reset_peak_memory_stats()
-        if timed:
-            times[mode] = make("neuron", repeats)
-        else:
-            fn = make("neuron")
-            times[mode] = per_eval(fn, "neuron", chain, repeats)
-            del fn
-        peaks[mode] = torch.neuron.max_memory_allocated()
+    the training cases, which time themselves).  The three sides take turns
+    (timing.paired_medians; a training case: rounds of its own loop), so a
+    slow phase of a noisy machine falls on all of them alike.  Off and on
+    run the same neuron tensors; each mode's peak memory is read in a pass
+    of its own before the timing, from the same starting point."""
+    neuron, cpu = torch.device("neuron"), torch.device("cpu")
+    modes = (lambda: torch_neuronx.set_adaptive_eager(False), lambda: torch_neuronx.set_adaptive_eager(True))
+    peaks = []
+    if getattr(make, "times_itself", False):
+        runs = [[], [], []]
+        for _ in range(ROUNDS):
+            for side, enter in enumerate(modes):
+                enter()
+                sync(neuron)
+                torch.neuron.reset_peak_memory_stats()
+                runs[side].append(make("neuron", max(1, repeats // ROUNDS)))
+                if len(peaks) < 2:
+                    peaks.append(torch.neuron.max_memory_allocated())
+            runs[2].append(make("cpu", max(1, repeats // ROUNDS)))
+        off, on, cpu_s = (statistics.median(r) for r in runs)
+    else:
+        sample = chained(make("neuron"), chain)
+        for enter in modes:
+            enter()
+            sample()
+            sync(neuron)
+            torch.neuron.reset_peak_memory_stats()
+            sample()
+            sync(neuron)
+            peaks.append(torch.neuron.max_memory_allocated())
+        off, on, cpu_s = (t / chain for t in paired_medians(
+            [(sample, neuron, modes[0]), (sample, neuron, modes[1]),
+             (chained(make("cpu"), chain), cpu)], repeats))
     torch_neuronx.set_adaptive_eager(True)
-    cpu_s = make("cpu", repeats) if timed else per_eval(make("cpu"), "cpu", chain, repeats)
-    return cpu_s, times[False], times[True], peaks[False], peaks[True]
+    return cpu_s, off, on, peaks[0], peaks[1]
 
 
 def main():

@@ -16,7 +16,7 @@ import argparse
 
 import torch
 import torch.nn.functional as F
-from timing import median_seconds, sync, machine
+from timing import paired_medians, sync, machine
 
 
 def make(device, dtype, B, H, S, D, backward, causal):
@@ -69,8 +69,9 @@ def main():
             for causal in (False, True):
                 for backward in passes:
                     flops = 4.0 * B * H * S * S * D * (0.5 if causal else 1.0) * (3.5 if backward else 1.0)
-                    t_cpu = median_seconds(make(cpu, dtype, B, H, S, D, backward, causal), cpu, args.repeats)
-                    t_dev = median_seconds(make(neuron, dtype, B, H, S, D, backward, causal), neuron, args.repeats)
+                    t_cpu, t_dev = paired_medians(
+                        [(make(cpu, dtype, B, H, S, D, backward, causal), cpu),
+                         (make(neuron, dtype, B, H, S, D, backward, causal), neuron)], args.repeats)
                     print(f"{str(dtype).replace('torch.', ''):<9} {B:>2} {H:>3} {S:>5} {D:>3} {str(causal):>6} "
                           f"{'fwd+bwd' if backward else 'fwd':>8} {t_cpu * 1e3:>9.2f} {t_dev * 1e3:>10.2f} "
                           f"{t_cpu / t_dev:>6.2f}x {flops / t_cpu / 1e9:>9.1f} {flops / t_dev / 1e9:>12.1f}",

@@ -25,7 +25,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-from timing import median_seconds, sync, machine
+from timing import paired_medians, sync, machine
 
 # name, cin, cout, kernel, stride, padding, input size
 LAYERS = [
@@ -99,7 +99,6 @@ def main():
     if args.threads:
         torch.set_num_threads(args.threads)
     dtype = getattr(torch, args.dtype)
-    timer = median_seconds if args.clock == "wall" else process_seconds
     layers = []
     for name in args.shapes.split(","):
         layers += {"resnet50": LAYERS, "cnn": CNN_LAYERS}[name.strip()]
@@ -113,8 +112,10 @@ def main():
         fc, bc, flops = make(layer, args.batch, cpu, dtype)
         fd, bd, _ = make(layer, args.batch, neuron, dtype)
         for name, c, d, fl in (("forward", fc, fd, flops), ("backward", bc, bd, 3 * flops)):
-            tc = timer(c, cpu, args.repeats)
-            td = timer(d, neuron, args.repeats)
+            if args.clock == "wall":
+                tc, td = paired_medians([(c, cpu), (d, neuron)], args.repeats)
+            else:
+                tc, td = process_seconds(c, cpu, args.repeats), process_seconds(d, neuron, args.repeats)
             print(f"{layer[0]:<26} {name:<8} {tc * 1e3:>8.2f} {td * 1e3:>10.2f} {tc / td:>9.2f}x "
                   f"{fl / tc / 1e9:>9.1f} {fl / td / 1e9:>11.1f}", flush=True)
 

@@ -14,7 +14,7 @@ import argparse
 
 import torch
 
-from timing import median_seconds, machine
+from timing import median_seconds, paired_medians, machine
 
 
 
@@ -81,8 +81,7 @@ def main():
     print(f"{'op':<26} {'neuron/cpu speed':>16} {'cpu GB/s':>9} {'neuron GB/s':>12} "
           f"{'neuron % of copy':>17}")
     for name, nbytes, make in cases(n):
-        t_cpu = median_seconds(make(cpu), cpu, args.repeats)
-        t_dev = median_seconds(make(neuron), neuron, args.repeats)
+        t_cpu, t_dev = paired_medians([(make(cpu), cpu), (make(neuron), neuron)], args.repeats)
         print(f"{name:<26} {t_cpu / t_dev:>15.2f}x {nbytes / t_cpu / 1e9:>9.1f} "
               f"{nbytes / t_dev / 1e9:>12.1f} {100 * nbytes / t_dev / peak:>16.0f}%")
 

@@ -16,7 +16,7 @@ import torch
 import torch_neuronx  # noqa: F401
 
 import peak
-from timing import machine, median_seconds  # noqa: E402
+from timing import machine, paired_medians  # noqa: E402
 
 
 def cases(quick):
@@ -60,8 +60,9 @@ def main():
     for dtype_name in args.dtypes.split(","):
         dtype = getattr(torch, dtype_name)
         for name, flops, make in cases(args.quick):
-            t_cpu = median_seconds(make("cpu", dtype), torch.device("cpu"), args.repeats, budget=2.0)
-            t_dev = median_seconds(make("neuron", dtype), torch.device("neuron"), args.repeats, budget=2.0)
+            t_cpu, t_dev = paired_medians([(make("cpu", dtype), torch.device("cpu")),
+                                           (make("neuron", dtype), torch.device("neuron"))],
+                                          args.repeats, budget=2.0)
             g_cpu, g_dev = flops / t_cpu / 1e9, flops / t_dev / 1e9
             print(f"{name:<30}{dtype_name:<10}{g_cpu:>10.1f}{g_dev:>13.1f}{t_cpu / t_dev:>8.2f}"
                   f"{100 * g_dev / pk['fma32_all']:>7.0f}%", flush=True)

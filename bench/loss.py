@@ -16,7 +16,7 @@ import argparse
 
 import torch
 import torch.nn.functional as F
-from timing import median_seconds, sync, machine
+from timing import median_seconds, paired_medians, sync, machine
 
 
 def ce_case(rows, classes, dtype, backward):
@@ -85,8 +85,7 @@ def main():
     print(f"{'case':<40} {'cpu ms':>9} {'neuron ms':>10} {'cpu/neuron':>11} {'neuron GB/s':>12} "
           f"{'% of copy':>10}")
     for name, nbytes, make in cases:
-        t_cpu = median_seconds(make(cpu), cpu, repeats)
-        t_dev = median_seconds(make(neuron), neuron, repeats)
+        t_cpu, t_dev = paired_medians([(make(cpu), cpu), (make(neuron), neuron)], repeats)
         print(f"{name:<40} {t_cpu * 1e3:>9.2f} {t_dev * 1e3:>10.2f} {t_cpu / t_dev:>10.2f}x "
               f"{nbytes / t_dev / 1e9:>12.1f} {100 * nbytes / t_dev / peak:>9.0f}%")
 

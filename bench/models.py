@@ -27,7 +27,7 @@ import torch  # noqa: E402
 import transformers as tf  # noqa: E402
 
 import torch_neuronx  # noqa: E402,F401  (registers the device)
-from timing import machine, median_seconds  # noqa: E402
+from timing import machine, paired_medians  # noqa: E402
 
 VOCAB = 2048
 
@@ -80,16 +80,15 @@ def main():
         ids = torch.randint(3, VOCAB, (batch, seq), generator=g)
         targets = torch.randint(0, VOCAB, (batch * seq,), generator=g)
         for dtype in ("fp32", "bf16"):
-            times = {}
+            sides = []
             for device in (cpu, neuron):
                 model = copy.deepcopy(base).to(device)
                 step = make_step(model, ids.to(device), targets.to(device), device, dtype)
                 step()  # first step: the optimizer allocates its state
-                torch_neuronx._C.reset_fallback_stats()
-                times[device.type] = median_seconds(step, device, repeats)
-                if device.type == "neuron":
-                    fallback = sorted(torch_neuronx._C.fallback_stats())
-            t_cpu, t_dev = times["cpu"], times["neuron"]
+                sides.append((step, device))
+            torch_neuronx._C.reset_fallback_stats()
+            t_cpu, t_dev = paired_medians(sides, repeats)
+            fallback = sorted(torch_neuronx._C.fallback_stats())
             print(f"{name:<8} {dtype:<6} {1 / t_cpu:>12.2f} {1 / t_dev:>15.2f} {t_cpu / t_dev:>6.2f}x  "
                   f"{', '.join(fallback) or 'none'}", flush=True)
 

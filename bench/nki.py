@@ -33,7 +33,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "examples", "nki"))
 
-from timing import machine, median_seconds  # noqa: E402
+from timing import machine, median_seconds, paired_medians  # noqa: E402
 
 from torch_neuronx import nki  # noqa: E402
 from torch_neuronx.nki import build  # noqa: E402
@@ -69,8 +69,8 @@ def elementwise(reps, n):
     for dt in (torch.float32, torch.bfloat16):
         a, b = torch.randn(n, n).to(dt), torch.randn(n, n).to(dt)
         an, bn = a.to(NEURON), b.to(NEURON)
-        t_copy = median_seconds(lambda: dst.copy_(src), CPU, reps)  # again: same moment
-        t = median_seconds(lambda: nki_tensor_add(an, bn), NEURON, reps)
+        t_copy, t = paired_medians([(lambda: dst.copy_(src), CPU),  # again: same moments
+                                    (lambda: nki_tensor_add(an, bn), NEURON)], reps)
         bw = 3 * a.numel() * a.element_size() / t
         cbw = 2 * src.numel() * 4 / t_copy
         row(f"tensor_add {n}x{n} {str(dt)[6:]} ({bw / 1e9:.1f} GB/s)", t, t_copy, bw / cbw, 0.7)
@@ -108,9 +108,7 @@ def norms(reps, shapes):
         ]
         for name, composite, native, kernel in cases:
             kernel()
-            tc = median_seconds(composite, CPU, reps)
-            tn = median_seconds(kernel, NEURON, reps)
-            tf = median_seconds(native, CPU, reps)
+            tc, tn, tf = paired_medians([(composite, CPU), (kernel, NEURON), (native, CPU)], reps)
             row(f"{name} {shape[0]}x{shape[1]} vs composite", tn, tc, tc / tn, 2)
             row(f"{name} {shape[0]}x{shape[1]} vs fused torch op", tn, tf, tf / tn, None)
 
@@ -124,8 +122,7 @@ def matmuls(reps, sizes):
         bn = b.to(NEURON)
         for name, k in (("hoist_load", nki_matmul_hoist_load_), ("tiled", nki_matmul_tiled_)):
             k(aT, bn)
-            tc = median_seconds(lambda: torch.mm(a, b), CPU, reps)
-            tn = median_seconds(lambda: k(aT, bn), NEURON, reps)
+            tc, tn = paired_medians([(lambda: torch.mm(a, b), CPU), (lambda: k(aT, bn), NEURON)], reps)
             row(f"matmul_{name} {n}^3 ({2 * n ** 3 / tn / 1e9:.0f} GFLOP/s) vs torch.mm", tn, tc,
                 tc / tn, 0.5)
 
@@ -139,9 +136,9 @@ def attention(reps, seqs):
         args = [t.transpose(2, 3).contiguous().to(NEURON) for t in (q, k)] + [v.to(NEURON)]
         for causal in (False, True):
             flash_fwd[B, H](*args, causal=causal)
-            tc = median_seconds(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal),
-                                CPU, reps)
-            tn = median_seconds(lambda: flash_fwd[B, H](*args, causal=causal), NEURON, reps)
+            tc, tn = paired_medians(
+                [(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal), CPU),
+                 (lambda: flash_fwd[B, H](*args, causal=causal), NEURON)], reps)
             row(f"flash_fwd B{B} H{H} S{S} d{D} causal={causal} vs SDPA", tn, tc, tc / tn, 0.5)
 
 

@@ -38,7 +38,7 @@ import torch
 import torch.nn.functional as F
 
 import torch_neuronx  # noqa: F401  (registers the device)
-from timing import median_seconds, sync, machine
+from timing import median_seconds, paired_medians, sync, machine
 
 
 def layer_norm_case(shape, backward):
@@ -198,8 +198,7 @@ def main():
     print(f"{torch.get_num_threads()} threads; CPU copy bandwidth {peak / 1e9:.1f} GB/s")
     print(f"{'case':<44} {'cpu ms':>8} {'neuron ms':>10} {'speed':>7} {'cpu GB/s':>9} {'neuron GB/s':>12}")
     for name, nbytes, make in todo:
-        t_cpu = median_seconds(make(cpu), cpu, repeats)
-        t_dev = median_seconds(make(neuron), neuron, repeats)
+        t_cpu, t_dev = paired_medians([(make(cpu), cpu), (make(neuron), neuron)], repeats)
         print(f"{name:<44} {t_cpu * 1e3:>8.2f} {t_dev * 1e3:>10.2f} {t_cpu / t_dev:>6.2f}x "
               f"{nbytes / t_cpu / 1e9:>9.1f} {nbytes / t_dev / 1e9:>12.1f}")
 

@@ -18,7 +18,7 @@ nothing.  Usage: python bench/optim.py [--repeats N] [--quick]
 import argparse
 
 import torch
-from timing import median_seconds, sync, machine
+from timing import median_seconds, paired_medians, sync, machine
 
 
 def param_sizes(total, count):
@@ -81,11 +81,11 @@ def main():
           f"{'cpu GB/s':>9} {'neuron GB/s':>12} {'neuron % copy':>14}")
     times = {}
     for name, cls, kw, per_elem in CASES:
-        t_cpu = median_seconds(make_step(torch.device("cpu"), sizes, cls, kw), torch.device("cpu"),
-                               args.repeats)
         step = make_step(dev, sizes, cls, kw)
         sync(dev)
-        times[name] = (t_cpu, median_seconds(step, dev, args.repeats), per_elem)
+        t_cpu, t_dev = paired_medians([(make_step(torch.device("cpu"), sizes, cls, kw),
+                                        torch.device("cpu")), (step, dev)], args.repeats)
+        times[name] = (t_cpu, t_dev, per_elem)
     for name, (t_cpu, t_dev, per_elem) in times.items():
         best = min(t_cpu, times[BEST_CPU.get(name, name)][0])
         nbytes = per_elem * total

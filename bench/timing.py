@@ -8,7 +8,12 @@ after a CPU one shared both cores with them and read up to 2x slow (a
 256^3 product: 210 us against 110 us after a 1 ms pause).  Our pool's
 helpers spin too (30 us).  So median_seconds first sleeps SETTLE_S, the
 same for both sides, and the other side's threads are asleep before the
-warm-up call."""
+warm-up call.
+
+The machine can be noisy (a shared VM: the same convolution read 1.9 ms
+and 1.06 ms minutes apart), so a comparison never times one side and then
+the other: paired_medians interleaves the sides in rounds, each side's
+samples spread over the whole measurement, and both see the same noise."""
 import statistics
 import time
 
@@ -55,3 +60,34 @@ def median_seconds(fn, device, repeats, budget=None):
         sync(device)
         samples.append(time.perf_counter() - start)
     return statistics.median(samples)
+
+
+ROUNDS = 3
+
+
+def paired_medians(sides, repeats, rounds=ROUNDS, budget=None):
+    """Median seconds of each side, the sides interleaved: `rounds` rounds,
+    in each every side settles (SETTLE_S), runs one warm-up call and then
+    its share of the `repeats` timed calls (at least one).  A side is
+    (fn, device) or (fn, device, enter), enter() called before the side's
+    turn (a mode switch).  With `budget`, rounds stop once every side has
+    3 samples and the samples took `budget` seconds in all."""
+    per_round = max(1, -(-repeats // rounds))
+    samples = [[] for _ in sides]
+    for _ in range(rounds):
+        for side, got in zip(sides, samples):
+            fn, device = side[0], side[1]
+            if len(side) > 2:
+                side[2]()
+            time.sleep(SETTLE_S)
+            fn()
+            sync(device)
+            for _ in range(per_round):
+                start = time.perf_counter()
+                fn()
+                sync(device)
+                got.append(time.perf_counter() - start)
+        if (budget is not None and min(len(s) for s in samples) >= 3
+                and sum(map(sum, samples)) > budget):
+            break
+    return [statistics.median(s) for s in samples]

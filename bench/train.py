@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 import train_cnn  # noqa: E402
 import train_gpt  # noqa: E402
 import train_mlp  # noqa: E402
-from timing import machine  # noqa: E402
+from timing import ROUNDS, machine  # noqa: E402
 
 EXAMPLES = [("gpt", train_gpt), ("cnn", train_cnn), ("mlp", train_mlp)]
 
@@ -61,8 +61,14 @@ def main():
             continue
         for amp in args.amp.split(","):
             window = args.window or windows[name]
-            cpu = steps_per_second(module, "cpu", amp, args.warmup, window, repeats)
-            neuron = steps_per_second(module, "neuron", amp, args.warmup, window, repeats)
+            # the devices take turns, ROUNDS loops each, so a slow phase of a
+            # noisy machine falls on both alike
+            per_round = -(-repeats // ROUNDS)
+            rates = {"cpu": [], "neuron": []}
+            for _ in range(ROUNDS):
+                for device, got in rates.items():
+                    got.append(steps_per_second(module, device, amp, args.warmup, window, per_round))
+            cpu, neuron = (statistics.median(r) for r in rates.values())
             label = "float32" if amp == "none" else amp + " amp"
             print(f"{name:<8} {label:<10} {cpu:12.2f} {neuron:15.2f} {neuron / cpu:6.2f}x", flush=True)
 
