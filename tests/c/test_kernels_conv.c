@@ -336,6 +336,10 @@ static void test_cases(void) {
       {NRT_FLOAT32, 2, 2, 4, 6, 1, {6, 6}, {3, 3}, {1, 1}, {3, 3}, {1, 1}, 0},
       {NRT_FLOAT32, 3, 2, 3, 5, 1, {4, 5, 6}, {2, 3, 2}, {1, 1, 1}, {1, 1, 1}, {1, 2, 1}, 0},
       {NRT_FLOAT32, 1, 3, 6, 8, 2, {20}, {5}, {1}, {2}, {2}, 1},
+      /* 70 and 260 output channels: products read B unpacked up to 256
+       * rows, packed beyond (gemm.c's NK_GEMM_UNPACKED_MAX_ROWS) */
+      {NRT_FLOAT32, 2, 2, 7, 70, 1, {9, 9}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 0},
+      {NRT_FLOAT32, 2, 1, 3, 260, 1, {6, 6}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 0},
   };
   for (size_t i = 0; i < sizeof implicit / sizeof *implicit; i++) check_case(&implicit[i]);
   /* the same in bfloat16 (on AVX512_BF16: operands in k pairs, bfloat16 col

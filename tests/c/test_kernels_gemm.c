@@ -403,10 +403,11 @@ static void check_indirect(nrt_dtype t, nrt_dtype ot, int64_t M, int64_t N, int6
 
 static void test_indirect(void) {
   CHECK_OK(nrt_kernel_register(K_INDIRECT, "gemm_indirect", indirect_kernel));
-  static const int64_t ms[] = {5, 16, 30, 40, 100}, ns[] = {1, 37, 70}, ks[] = {3, 45, 130};
+  /* up to 256 rows B (by rows) is read unpacked, beyond it packed */
+  static const int64_t ms[] = {5, 16, 30, 40, 100, 256, 261}, ns[] = {1, 37, 70}, ks[] = {3, 45, 130};
   for (int t = 0; t < 2; t++)
     for (int by_rows = 0; by_rows < 2; by_rows++)
-      for (size_t i = 0; i < 5; i++)
+      for (size_t i = 0; i < sizeof ms / sizeof *ms; i++)
         for (size_t j = 0; j < 3; j++)
           check_indirect(t ? NRT_FLOAT64 : NRT_FLOAT32, t ? NRT_FLOAT64 : NRT_FLOAT32, ms[i], ns[j],
                          ks[(i + j) % 3], by_rows, (double)((i + j) % 2), 1);

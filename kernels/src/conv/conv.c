@@ -614,7 +614,7 @@ static int implicit_pays(const conv_geom *g, int mode) {
  * forward's and weight gradient's output channels, the input gradient's
  * input channels; the CNN example's 16/32-channel layers): there the
  * float32 GEMM reads its B operand (the padded grid) unpacked with 8-row
- * tiles (gemm.c: m <= 4 * MR) and the weight gradient of <= 32 channels
+ * tiles (gemm.c: NK_GEMM_UNPACKED_MAX_ROWS) and the weight gradient of <= 32 channels
  * uses conv_dw_avx512_f32.c's dot products, while the pair kernel is 12
  * rows high (a 16-row product pays for 24) and packs B through the offset
  * tables for only a tile or three of rows.  Measured single-threaded,

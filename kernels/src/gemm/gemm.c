@@ -230,6 +230,9 @@ typedef struct matrix {
   const int64_t *roff, *coff;
 } matrix;
 
+/* The most rows a product reads an indirect B unpacked (see the plan). */
+#define NK_GEMM_UNPACKED_MAX_ROWS 256
+
 #define NK_ROW(x, r) ((x)->roff ? (x)->roff[r] : (r) * (x)->rs)
 #define NK_COL(x, c) ((x)->coff ? (x)->coff[c] : (c) * (x)->cs)
 
@@ -1153,15 +1156,23 @@ static int gemm_run(nrt_exec_ctx *ctx, const nrt_operand ops[3], const nrt_opera
       return -1;
     }
     plan.ind = *ind;
-    /* Unpacked only for few rows: each row tile then re-reads the B rows
-     * from wherever the offsets point, which pays while packing would cost
-     * as much as the few tiles' multiply-adds (a 16-channel convolution),
-     * and stops paying when many tiles reuse one packed copy.  float32 and
+    /* Unpacked up to NK_GEMM_UNPACKED_MAX_ROWS rows: each row tile then
+     * re-reads the B rows from wherever the offsets point (from L1/L2, a
+     * k step's NR values per MR x NR multiply-adds), where packing reads
+     * each B element once but from wherever the padded input lies: the
+     * packing's loads missed so often that packing took as long as the
+     * micro-kernel in a 64->64 3x3 convolution at 56x56 (perf: 84% of its
+     * samples on one load).  Measured per layer, batch 2, interleaved
+     * runs, from 4 * MR rows (the old bound) to 256: 64->64 @56 forward
+     * 2.7 -> 2.25 ms (backward 8.9 -> 7.7), 128->128 @28 2.6 -> 2.38,
+     * 256->256 @14 2.84 -> 2.66 at AVX-512; at AVX2 3.1 -> 2.4, 2.75 ->
+     * 2.6, 3.0 -> 2.8 and 512->512 @7 4.0-4.5 -> 3.7.  Beyond that many
+     * tiles reuse one packed copy and it pays again.  float32 and
      * float64 only: bfloat16 B is always packed (in k pairs, or widened),
      * since the rows kernels read the compute type in place. */
     const int float_b = ops[2].dtype == NRT_FLOAT32 || ops[2].dtype == NRT_FLOAT64;
     plan.unpacked_b = float_b && !plan.pairs && ind->b_rows && !ind->b_cols && plan.arch.ukr_rows &&
-                      plan.m <= 4 * plan.arch.mr && ops[2].strides[2] == (int64_t)plan.es &&
+                      plan.m <= NK_GEMM_UNPACKED_MAX_ROWS && ops[2].strides[2] == (int64_t)plan.es &&
                       ops[2].dtype == ops[0].dtype;
   }
   const gemm_plan *p = &plan;
