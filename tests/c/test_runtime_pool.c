@@ -5,7 +5,8 @@
  * bounded by the request, a team of 1 inside a region, concurrent teams and
  * ranges without deadlock.  A host thread waiting for a stream works in its
  * regions: on a seat no one else holds, under the pool's floating-point
- * control state, not its own. */
+ * control state, not its own; and when every seat is taken it goes to
+ * sleep rather than polling for the whole region. */
 #define _GNU_SOURCE /* setenv */
 #include <pthread.h>
 #include <sched.h>
@@ -17,7 +18,7 @@
 #include "../../runtime/include/neuron_runtime.h"
 #include "check.h"
 
-enum { THREADS = 4, K_PARALLEL = 700, K_ASSIST = 701 };
+enum { THREADS = 4, K_PARALLEL = 700, K_ASSIST = 701, K_FULL = 702 };
 
 typedef struct coverage {
   int64_t n, grain;
@@ -328,6 +329,51 @@ static void test_host_assist(void) {
   CHECK(host_ran > 0);
 }
 
+/* A region of 32 units of 2 ms each, sleeping: about 16 ms on 4 seats. */
+static void nap_fn(void *arg, int64_t b, int64_t e, int worker) {
+  (void)arg, (void)worker;
+  for (int64_t i = b; i < e; i++) {
+    struct timespec t = {0, 2000000};
+    nanosleep(&t, NULL);
+  }
+}
+static int full_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
+  (void)task, (void)ctx;
+  nrt_parallel_for(32, 1, nap_fn, NULL);
+  return 0;
+}
+
+static double thread_cpu_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+/* The host arrives 5 ms into a region whose seats the worker and helpers
+ * hold: it must poll for its ~50 us and sleep, not poll the region's
+ * remaining ~11 ms (stream.c's wait_head checks its deadline on polls that
+ * do not look for a region, so an open region cannot keep it polling). */
+static void test_host_sleeps_on_full_region(void) {
+  CHECK_OK(nrt_kernel_register(K_FULL, "full", full_kernel));
+  nrt_stream *s;
+  CHECK_OK(nrt_stream_from_pool(0, 0, &s));
+  double worst = 0;
+  for (int r = 0; r < 3; r++) {
+    nrt_task t = {.kernel = K_FULL, .name = "full", .n_operands = 1};
+    t.operands[0].ndim = 1; /* large: queued for the worker, never run inline */
+    t.operands[0].sizes[0] = 1 << 20;
+    CHECK_OK(nrt_launch(s, &t));
+    struct timespec lead = {0, 5000000};
+    nanosleep(&lead, NULL);
+    const double cpu0 = thread_cpu_ms();
+    CHECK_OK(nrt_stream_synchronize(s));
+    const double used = thread_cpu_ms() - cpu0;
+    worst = used > worst ? used : worst;
+  }
+  if (!(worst < 3.0)) fprintf(stderr, "  host used %.2f ms of CPU waiting on a full region\n", worst);
+  CHECK(worst < 3.0);
+}
+
 int main(void) {
   setenv("TORCHNEURON_NUM_THREADS", "4", 1);
   setenv("TORCHNEURON_HBM_SIZE", "64M", 1);
@@ -340,5 +386,6 @@ int main(void) {
   test_team_nested();
   test_team_concurrent();
   test_host_assist();
+  test_host_sleeps_on_full_region();
   return CHECK_SUMMARY();
 }
