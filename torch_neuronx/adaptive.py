@@ -51,8 +51,10 @@ def adaptive_eager_stats() -> Dict[str, int]:
     ``bytes_not_written`` (stores of dead intermediates skipped),
     ``groups_verified`` (groups checked in verify mode) and
     ``groups_in_rows`` (groups run in short rows through each op's own row
-    loop, rather than one kernel call per op per tile) and ``bytes_streamed``
-    (large outputs that row mode stored with non-temporal stores)."""
+    loop, rather than one kernel call per op per tile), ``groups_in_long_rows``
+    (of those, groups of many large input streams run in longer rows) and
+    ``bytes_streamed`` (large outputs that row mode stored with non-temporal
+    stores)."""
     return dict(_C._fusion_stats())
 
 

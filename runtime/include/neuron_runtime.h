@@ -310,6 +310,8 @@ typedef struct nrt_fusion_stats {
   uint64_t groups_verified;   /* groups checked against unfused execution */
   uint64_t groups_in_rows;    /* groups run through their row loops       */
   uint64_t bytes_streamed;    /* stores staged and streamed (row mode)    */
+  uint64_t groups_in_long_rows; /* of groups_in_rows: in rows longer than
+                                   FUSE_ROW_ELEMENTS (many input streams)  */
 } nrt_fusion_stats;
 void nrt_fusion_stats_get(nrt_fusion_stats *out);
 void nrt_fusion_stats_reset(void);

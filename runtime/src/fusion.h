@@ -49,6 +49,15 @@
  * FUSE_ROW_MIN (a narrow inner dim) keep the per-tile kernel calls. */
 #define FUSE_ROW_ELEMENTS 2048
 #define FUSE_ROW_MIN 256
+/* A group that reads many large inputs from memory runs longer rows: its
+ * rows' intermediates are few beside its streams, and each member's 8 KiB
+ * burst of one of 16+ streams (Adam from plain ops over 8 parameters: p, g,
+ * m and v of each) left the fused step 10% slower than the unfused ops;
+ * in rows of 8K elements it is 15% faster, while chains over one input
+ * lost 15-25% at 4K-element rows (their intermediates left L1).  Rows
+ * double at 8 and at 16 such streams (fusion_plan.c), up to this, and only
+ * when nothing is staged (a staging slot holds FUSE_ROW_ELEMENTS). */
+#define FUSE_ROW_MAX_ELEMENTS 8192
 /* Row mode stages a stored output of at least this many bytes: its members
  * write a row-sized staging buffer (later members read it there), and after
  * the row's members ran, the row goes to memory with non-temporal stores.
@@ -119,6 +128,7 @@ typedef struct fuse_group {
   int stage_version[FUSE_MAX_STAGE]; /* staged versions, in version order */
   int n_prefetch;
   int prefetch_version[FUSE_MAX_PREFETCH]; /* large inputs read from memory (row mode) */
+  int64_t row; /* row mode's elements per row */
 } fuse_group;
 
 /* fusion_plan.c: builds the group at ring[head] from `queued` tasks;

@@ -32,7 +32,8 @@ struct nrt_fusion {
   char message[512];
 };
 
-static _Atomic uint64_t stat_groups, stat_tasks, stat_bytes, stat_verified, stat_rows, stat_streamed;
+static _Atomic uint64_t stat_groups, stat_tasks, stat_bytes, stat_verified, stat_rows, stat_streamed,
+    stat_long_rows;
 
 void nrt_fusion_stats_get(nrt_fusion_stats *out) {
   out->groups = atomic_load(&stat_groups);
@@ -41,6 +42,7 @@ void nrt_fusion_stats_get(nrt_fusion_stats *out) {
   out->groups_verified = atomic_load(&stat_verified);
   out->groups_in_rows = atomic_load(&stat_rows);
   out->bytes_streamed = atomic_load(&stat_streamed);
+  out->groups_in_long_rows = atomic_load(&stat_long_rows);
 }
 
 void nrt_fusion_stats_reset(void) {
@@ -49,6 +51,7 @@ void nrt_fusion_stats_reset(void) {
   atomic_store(&stat_bytes, 0);
   atomic_store(&stat_verified, 0);
   atomic_store(&stat_rows, 0);
+  atomic_store(&stat_long_rows, 0);
   atomic_store(&stat_streamed, 0);
 }
 
@@ -344,6 +347,7 @@ uint64_t nrt_fusion_run(nrt_fusion **state, nrt_exec_ctx *ctx, nrt_stream *s, co
   atomic_fetch_add(&stat_groups, 1);
   if (st->rows) {
     atomic_fetch_add(&stat_rows, 1);
+    if (g->row > FUSE_ROW_ELEMENTS) atomic_fetch_add(&stat_long_rows, 1);
     for (int s = 0; s < g->n_stage; s++)
       atomic_fetch_add(&stat_streamed, (uint64_t)g->numel * g->versions[g->stage_version[s]].esize);
   }

@@ -488,6 +488,7 @@ static void plan_staging(fuse_group *g) {
   }
   bool written[FUSE_MAX_VERSIONS] = {false}, fetched[FUSE_MAX_VERSIONS] = {false};
   g->n_prefetch = 0;
+  int streams = 0; /* large inputs read from memory, all of them */
   for (int m = 0; m < g->n_members; m++) {
     fuse_member *mem = &g->members[m];
     const int n = mem->task->n_operands;
@@ -497,13 +498,17 @@ static void plan_staging(fuse_group *g) {
       /* a large input read from memory, contiguous along the row: prefetched */
       const fuse_version *ver = v >= 0 ? &g->versions[v] : NULL;
       if (k > 0 && ver && !mem->staged[k] && ver->scratch < 0 && !fetched[v] && !written[v] &&
-          g->n_prefetch < FUSE_MAX_PREFETCH && large_along_rows(g, ver, FUSE_PREFETCH_BYTES)) {
+          large_along_rows(g, ver, FUSE_PREFETCH_BYTES)) {
         fetched[v] = true;
-        g->prefetch_version[g->n_prefetch++] = v;
+        streams++;
+        if (g->n_prefetch < FUSE_MAX_PREFETCH) g->prefetch_version[g->n_prefetch++] = v;
       }
     }
     if (mem->version[0] >= 0) written[mem->version[0]] = true;
   }
+  g->row = FUSE_ROW_ELEMENTS; /* longer with many streams (fusion.h) */
+  if (g->n_stage == 0)
+    for (int s = 8; s <= streams && g->row < FUSE_ROW_MAX_ELEMENTS; s *= 2) g->row *= 2;
 }
 
 bool nrt_fusion_plan(fuse_group *g, nrt_exec_ctx *ctx, const nrt_task *ring, unsigned ring_size,

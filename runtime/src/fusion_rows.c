@@ -1,6 +1,7 @@
 /* fusion_rows.c — a fused group in short rows: each member's row loop,
  * captured once per group (nrt_row_entry), called directly on a row of at
- * most FUSE_ROW_ELEMENTS, every member in program order before the next
+ * most g->row elements (FUSE_ROW_ELEMENTS, more for groups of many input
+ * streams), every member in program order before the next
  * row.  A row's dead intermediates then stay in L1 (8 KiB of float32 per
  * slot), where a tile's (128 KiB) stream through L2; the call costs a few
  * nanoseconds, where a kernel call per member per tile costs ~100 ns
@@ -123,10 +124,10 @@ static void next_row(rows *r, const int64_t *idx, int64_t j0, int64_t n) {
   r->pending = true;
 }
 
-/* Elements [from, to) of the inner dim at idx, in rows of FUSE_ROW_ELEMENTS. */
+/* Elements [from, to) of the inner dim at idx, in rows of g->row. */
 static void span_rows(rows *r, const int64_t *idx, int64_t from, int64_t to) {
-  for (int64_t j = from; j < to; j += FUSE_ROW_ELEMENTS)
-    next_row(r, idx, j, to - j < FUSE_ROW_ELEMENTS ? to - j : FUSE_ROW_ELEMENTS);
+  const int64_t row = r->g->row;
+  for (int64_t j = from; j < to; j += row) next_row(r, idx, j, to - j < row ? to - j : row);
 }
 
 /* Orders a tile's streamed stores before whatever the worker does next

@@ -183,6 +183,33 @@ def test_large_outputs_stream_and_inputs_prefetch(dtype):
         assert stats["groups_in_rows"] >= 1 and stats["bytes_streamed"] >= n * size, stats
 
 
+def test_many_input_streams_run_in_long_rows():
+    """Adam from plain in-place ops over 4 parameters of 1 MiB and more: 16
+    large inputs read from memory (p, g, m and v of each), so the group runs
+    in rows of 8K elements (fusion.h, FUSE_ROW_MAX_ELEMENTS), the last row
+    of each tile short (odd sizes, a 3-element offset).  The bits are those
+    of unfused execution and of verify mode."""
+    n = (1 << 18) + 5
+    g = torch.Generator().manual_seed(11)
+    state = [torch.randn(4, n + 3, generator=g) for _ in range(4)]
+    state[3] = state[3].abs()
+
+    def fn():
+        p, gr, m, v = ([row.to("neuron")[3:] for row in s.unbind()] for s in state)
+        torch.neuron._sleep(20_000_000)
+        for pi, gi, mi, vi in zip(p, gr, m, v):
+            mi.mul_(0.9).add_(gi, alpha=0.1)
+            vi.mul_(0.999).addcmul_(gi, gi, value=0.001)
+            denom = (vi.sqrt() / 0.0316).add_(1e-8)
+            pi.addcdiv_(mi, denom, value=-1e-3)
+        return [t.cpu() for t in (*p, *m, *v)]
+    results, groups = run_modes(fn)
+    assert_same(results)
+    if FUSES:
+        stats = stats_of(fn)
+        assert stats["groups_in_long_rows"] >= 1 and stats["tasks_fused"] >= 28, stats
+
+
 def test_python_numbers_do_not_cut_groups():
     """Each Python number becomes a one-element device scalar whose fill is a
     constant of the group; the caching allocator gives the next number the

@@ -130,6 +130,7 @@ PYBIND11_MODULE(_C, m) {
     d["groups_verified"] = st.groups_verified;
     d["groups_in_rows"] = st.groups_in_rows;
     d["bytes_streamed"] = st.bytes_streamed;
+    d["groups_in_long_rows"] = st.groups_in_long_rows;
     return d;
   });
   m.def("_fusion_stats_reset", [] { nrt_fusion_stats_reset(); });
