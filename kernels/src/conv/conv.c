@@ -603,8 +603,11 @@ static int implicit_pays(const conv_geom *g, int mode) {
   if (env && *env) return env[0] != '0';
   if (g->kprod == 1) return 0;
   if (mode == NK_CONV_BACKWARD_INPUT && g->cg > 64 && g->lprod < 512) return 0;
+  /* the grid's share of valid columns (a strided product's phase grid:
+   * ceil((in + 2p) / s) per dim; conv_implicit.c) */
   double useful = 1;
-  for (int d = 0; d < 3; d++) useful *= (double)g->out[d] / (double)(g->in[d] + 2 * g->p[d]);
+  for (int d = 0; d < 3; d++)
+    useful *= (double)g->out[d] / (double)((g->in[d] + 2 * g->p[d] + g->s[d] - 1) / g->s[d]);
   return useful >= 0.5;
 }
 
