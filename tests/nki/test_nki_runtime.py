@@ -3,6 +3,8 @@ the disk cache, re-rolled C, the executor without a compiler, and the
 simulator's debugging aids."""
 import json
 
+import pytest
+
 import nki_testutil  # noqa: F401  (examples/nki on sys.path)
 import torch
 from torch.profiler import ProfilerActivity, profile
@@ -85,6 +87,27 @@ def test_rerolled_c_stays_small():
     src = scale_add.compiled((1,), (a, a, 1.0), {}).source
     assert src.count("NKI_ST_") == 1  # 64 iterations of load, load, math, store: one loop
     assert "nki_pfor(64" in src  # independent iterations run on the compute pool
+
+
+@nki.jit
+def add16(a, b):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(a.shape[0] // 128):
+        nl.store(out[i * 128:(i + 1) * 128, :],
+                 nl.load(a[i * 128:(i + 1) * 128, :]) + nl.load(b[i * 128:(i + 1) * 128, :]))
+    return out
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_16bit_loads_and_stores_round_once(dtype):
+    """A 16-bit load -> add -> store chain rounds once, in the store: a
+    value loaded from a tensor of the tile's dtype is exact, and the store
+    rounds as the tile would (bits equal to torch's add either way)."""
+    a, b = (torch.randn(256, 64).to(dtype) for _ in range(2))
+    out = add16(a, b)
+    assert torch.equal(out.view(torch.int16), (a + b).view(torch.int16))
+    src = add16.compiled((1,), (a, b), {}).source
+    assert "nki_round_" not in src
 
 
 def test_executor_without_a_compiler(monkeypatch):
