@@ -158,7 +158,7 @@ static void NI(cols_backward)(void *arg, int64_t begin, int64_t end, int worker)
   const nrt_operand *gwo = &p->o[1], *gbo = &p->o[2], *dy = &p->o[3], *x = &p->o[4],
                     *mo = &p->o[5], *ro = &p->o[6];
   const int64_t L = p->L, nblk = (L + NORM_COLS - 1) / NORM_COLS;
-  NI_T *buf = malloc((size_t)(2 * NORM_COLS) * sizeof(NI_T));
+  NI_T *buf = malloc((size_t)(2 * NR_COLROWS * NORM_COLS) * sizeof(NI_T));
   if (!buf) {
     atomic_store(&p->oom, 1);
     return;
@@ -169,17 +169,21 @@ static void NI(cols_backward)(void *arg, int64_t begin, int64_t end, int worker)
     const int64_t r0 = chunk * NORM_ROWS, r1 = p->R - r0 < NORM_ROWS ? p->R : r0 + NORM_ROWS;
     double *gw = p->partial + chunk * 2 * L + j0, *gb = gw + L;
     for (int64_t j = 0; j < n; j++) gw[j] = gb[j] = 0;
-    for (int64_t r = r0; r < r1; r++) {
-      const NI_T *xr = NI(run_in)((nrt_dtype)x->dtype,
-                                  (const char *)x->data + r * x->strides[0] + j0 * x->strides[1],
-                                  x->strides[1], n, buf);
-      const NI_T *dyr =
-          NI(run_in)((nrt_dtype)dy->dtype,
-                     (const char *)dy->data + r * dy->strides[0] + j0 * dy->strides[1],
-                     dy->strides[1], n, buf + NORM_COLS);
-      const NI_T mean = p->prm.kind == NK_NORM_RMS ? (NI_T)0 : NI(vec_at)(mo, r);
-      NI_F(colsums)(gwo->sizes[0] ? gw : NULL, gbo->sizes[0] ? gb : NULL, dyr, xr, n, mean,
-                    NI(vec_at)(ro, r));
+    for (int64_t r = r0; r < r1; r += NR_COLROWS) { /* rows in groups (colsums) */
+      const int k = r1 - r < NR_COLROWS ? (int)(r1 - r) : NR_COLROWS;
+      const NI_T *xr[NR_COLROWS], *dyr[NR_COLROWS];
+      NI_T mean[NR_COLROWS], rstd[NR_COLROWS];
+      for (int i = 0; i < k; i++) {
+        xr[i] = NI(run_in)((nrt_dtype)x->dtype,
+                           (const char *)x->data + (r + i) * x->strides[0] + j0 * x->strides[1],
+                           x->strides[1], n, buf + 2 * i * NORM_COLS);
+        dyr[i] = NI(run_in)((nrt_dtype)dy->dtype,
+                            (const char *)dy->data + (r + i) * dy->strides[0] + j0 * dy->strides[1],
+                            dy->strides[1], n, buf + (2 * i + 1) * NORM_COLS);
+        mean[i] = p->prm.kind == NK_NORM_RMS ? (NI_T)0 : NI(vec_at)(mo, r + i);
+        rstd[i] = NI(vec_at)(ro, r + i);
+      }
+      NI_F(colsums)(gwo->sizes[0] ? gw : NULL, gbo->sizes[0] ? gb : NULL, dyr, xr, k, n, mean, rstd);
     }
   }
   free(buf);

@@ -169,12 +169,34 @@ static void NR_NAME(dx)(NR_T *dx, const NR_T *dy, const NR_T *x, const NR_T *w, 
 }
 
 /* column sums over rows (in double): gw[j] += dy[j] * (x[j] - m) * r, gb[j] += dy[j] */
-static void NR_NAME(colsums)(double *gw, double *gb, const NR_T *dy, const NR_T *x, int64_t n,
-                             NR_T m, NR_T r) {
-  if (gw)
-    for (int64_t j = 0; j < n; j++) gw[j] += (double)(dy[j] * ((x[j] - m) * r));
-  if (gb)
-    for (int64_t j = 0; j < n; j++) gb[j] += (double)dy[j];
+/* The weight and bias gradients' column sums over k <= NR_COLROWS rows
+ * (row i: dy[i], x[i], its mean m[i] and rstd r[i]): a full group of 4
+ * updates the double sums once, ((p0 + p1) + (p2 + p3)), where an update per
+ * row (a read-modify-write of gw and gb per element per row) had cost more
+ * than the products: 39% of a LayerNorm (4096, 768) forward+backward. */
+#define NR_COLROWS 4
+static void NR_NAME(colsums)(double *gw, double *gb, const NR_T *const *dy, const NR_T *const *x,
+                             int k, int64_t n, const NR_T *m, const NR_T *r) {
+  if (k == NR_COLROWS) {
+    const NR_T *d0 = dy[0], *d1 = dy[1], *d2 = dy[2], *d3 = dy[3];
+    const NR_T *x0 = x[0], *x1 = x[1], *x2 = x[2], *x3 = x[3];
+    const NR_T m0 = m[0], m1 = m[1], m2 = m[2], m3 = m[3], r0 = r[0], r1 = r[1], r2 = r[2], r3 = r[3];
+    if (gw)
+      for (int64_t j = 0; j < n; j++)
+        gw[j] += ((double)(d0[j] * ((x0[j] - m0) * r0)) + (double)(d1[j] * ((x1[j] - m1) * r1))) +
+                 ((double)(d2[j] * ((x2[j] - m2) * r2)) + (double)(d3[j] * ((x3[j] - m3) * r3)));
+    if (gb)
+      for (int64_t j = 0; j < n; j++)
+        gb[j] += ((double)d0[j] + (double)d1[j]) + ((double)d2[j] + (double)d3[j]);
+    return;
+  }
+  for (int i = 0; i < k; i++) {
+    const NR_T *d = dy[i], *xi = x[i], mi = m[i], ri = r[i];
+    if (gw)
+      for (int64_t j = 0; j < n; j++) gw[j] += (double)(d[j] * ((xi[j] - mi) * ri));
+    if (gb)
+      for (int64_t j = 0; j < n; j++) gb[j] += (double)d[j];
+  }
 }
 
 /* ------------------------------------------- multi-run sums (batch norm)

@@ -14,7 +14,8 @@ typedef struct nk_norm_f32_fns {
                 const float *b);
   void (*dx)(float *dx, const float *dy, const float *x, const float *w, int64_t n, float a, float b,
              float c);
-  void (*colsums)(double *gw, double *gb, const float *dy, const float *x, int64_t n, float m, float r);
+  void (*colsums)(double *gw, double *gb, const float *const *dy, const float *const *x, int k,
+                  int64_t n, const float *m, const float *r);
   /* batch norm: rows runs of n at x + r * ld (norm_rows.h) */
   double (*msum)(const float *x, int64_t rows, int64_t ld, int64_t n);
   double (*msumsq)(const float *x, int64_t rows, int64_t ld, int64_t n, float m);
