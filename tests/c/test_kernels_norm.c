@@ -353,6 +353,13 @@ static void tests(void) {
   check_rows(NK_NORM_LAYER, NRT_FLOAT16, f32, 8, 20, 1, 1, 1, 1, 0);
   check_rows(NK_NORM_LAYER, NRT_BFLOAT16, NRT_BFLOAT16, 4, 24, 1, 1, 1, 1, 0);
   check_rows(NK_NORM_LAYER, f32, f32, 300, 700, 1, 1, 1, 1, 0); /* parallel rows, column blocks */
+  /* 4+ chunks of 256 rows: dx and the column sums in one pass per chunk
+   * (the last chunk short, rows not a multiple of 4), converted and
+   * transposed rows, double, rms with a weight only */
+  check_rows(NK_NORM_LAYER, f32, f32, 1031, 37, 1, 1, 1, 1, 0);
+  check_rows(NK_NORM_LAYER, NRT_BFLOAT16, f32, 1030, 24, 1, 1, 1, 1, 1);
+  check_rows(NK_NORM_LAYER, f64, f64, 1025, 9, 1, 1, 1, 0, 0);
+  check_rows(NK_NORM_RMS, f32, f32, 1100, 20, 1, 1, 1, 0, 0);
   check_rows(NK_NORM_LAYER, f32, f32, 1, 1, 1, 1, 1, 1, 0);
   /* rms */
   check_rows(NK_NORM_RMS, f32, f32, 7, 33, 1, 1, 1, 0, 0);

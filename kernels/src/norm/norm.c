@@ -56,6 +56,7 @@
 #include "common/validate.h"
 
 #define NORM_COLS 256 /* columns per block of the layer-norm weight gradient */
+#define NORM_FUSED_CHUNKS 4 /* chunks from which dx and the sums share a pass */
 #define NORM_ROWS 256 /* rows per chunk of it: (chunk, block) units share out the
                          work (768 columns alone made 3 units for 2+ threads) */
 /* batch norm's units (channel, chunk of samples), from the shape alone: */
@@ -376,7 +377,25 @@ int nk_norm_backward_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
       return finish(&p, ctx, "norm_backward"), -1;
     }
   }
-  nk_parallel_for(p.R, grain_for(p.L), dbl ? f64_rows_backward : f32_rows_backward, &p);
+  /* layer/rms norm with dweight or dbias: each row's dx and the column
+   * sums in one pass per chunk of rows when there are chunks enough for
+   * the pool (chunks_backward; LayerNorm (4096, 768) forward+backward: x
+   * and dy were read twice), else dx by rows and the sums by (chunk,
+   * column block) units (cols_backward: few rows, long ones) */
+  const int64_t chunks = (p.R + NORM_ROWS - 1) / NORM_ROWS, blocks = (p.L + NORM_COLS - 1) / NORM_COLS;
+  const int sums = want_w && p.prm.kind != NK_NORM_GROUP;
+  const int fused = sums && chunks >= NORM_FUSED_CHUNKS;
+  if (sums) {
+    p.partial = malloc((size_t)(2 * chunks * p.L + 1) * sizeof(double));
+    if (!p.partial) {
+      nrt_exec_fail(ctx, "norm_backward: out of memory");
+      return finish(&p, ctx, "norm_backward"), -1;
+    }
+  }
+  if (fused)
+    nk_parallel_for(chunks, 1, dbl ? f64_chunks_backward : f32_chunks_backward, &p);
+  else
+    nk_parallel_for(p.R, grain_for(p.L), dbl ? f64_rows_backward : f32_rows_backward, &p);
   if (want_w && p.prm.kind == NK_NORM_GROUP && !atomic_load(&p.oom)) {
     /* dweight[c] = sum_n s2[n, c] * rstd[n, g], dbias[c] = sum_n s1[n, c] */
     const int64_t C = p.W, G = p.prm.groups, cg = C / G, N = p.R / G;
@@ -393,14 +412,9 @@ int nk_norm_backward_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
       if (o[2].sizes[0]) nk_store_f64((nrt_dtype)o[2].dtype, (char *)o[2].data + c * o[2].strides[0], gb);
     }
   } else if (want_w) {
-    const int64_t chunks = (p.R + NORM_ROWS - 1) / NORM_ROWS, blocks = (p.L + NORM_COLS - 1) / NORM_COLS;
-    p.partial = malloc((size_t)(2 * chunks * p.L + 1) * sizeof(double));
-    if (!p.partial) {
-      nrt_exec_fail(ctx, "norm_backward: out of memory");
-      return finish(&p, ctx, "norm_backward"), -1;
-    }
-    nk_parallel_for(chunks * blocks, grain_for(NORM_ROWS * NORM_COLS),
-                    dbl ? f64_cols_backward : f32_cols_backward, &p);
+    if (!fused)
+      nk_parallel_for(chunks * blocks, grain_for(NORM_ROWS * NORM_COLS),
+                      dbl ? f64_cols_backward : f32_cols_backward, &p);
     if (!atomic_load(&p.oom))
       for (int64_t j = 0; j < p.L; j++) { /* the chunks' sums, in order */
         double gw = 0, gb = 0;

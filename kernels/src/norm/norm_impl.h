@@ -89,61 +89,105 @@ static void NI(rows_forward)(void *arg, int64_t begin, int64_t end, int worker) 
   free(buf);
 }
 
-/* dx of each row; for GROUP also the per (n, channel) sums that dweight and
- * dbias need (p->scratch: sum dy and sum dy * (x - mean), 2 per channel). */
-static void NI(rows_backward)(void *arg, int64_t begin, int64_t end, int worker) {
-  (void)worker;
-  norm_plan *p = arg;
-  const nrt_operand *dxo = &p->o[0], *dy = &p->o[3], *x = &p->o[4], *mo = &p->o[5], *ro = &p->o[6];
+/* dx of row r (xr, dyr: its x and dy as NI_T; out: L elements of scratch);
+ * for GROUP also the per (n, channel) sums that dweight and dbias need
+ * (p->scratch: sum dy and sum dy * (x - mean), 2 per channel). */
+static void NI(row_backward)(norm_plan *p, int64_t r, const NI_T *xr, const NI_T *dyr, NI_T *out) {
+  const nrt_operand *dxo = &p->o[0], *mo = &p->o[5], *ro = &p->o[6];
   const int64_t L = p->L;
   const NI_T *w = p->w;
   const int want_dx = dxo->sizes[0] != 0, group = p->prm.kind == NK_NORM_GROUP;
-  if (!want_dx && !group) return;
+  const NI_T mean = p->prm.kind == NK_NORM_RMS ? (NI_T)0 : NI(vec_at)(mo, r);
+  const NI_T rstd = NI(vec_at)(ro, r);
+  double s1 = 0, s2 = 0; /* sum dy * w, sum dy * w * (x - mean) */
+  if (group) {
+    const int64_t hw = p->prm.hw, cg = L / hw, c0 = (r % p->prm.groups) * cg;
+    for (int64_t k = 0; k < cg; k++) {
+      double d1 = 0, d2 = 0;
+      NI_F(dsums)(dyr + k * hw, xr + k * hw, NULL, hw, mean, &d1, &d2);
+      if (p->scratch) {
+        p->scratch[2 * (r * cg + k)] = d1;
+        p->scratch[2 * (r * cg + k) + 1] = d2;
+      }
+      const double wc = w ? (double)w[c0 + k] : 1.0;
+      s1 += d1 * wc;
+      s2 += d2 * wc;
+    }
+  } else {
+    NI_F(dsums)(dyr, xr, w, L, mean, &s1, &s2);
+  }
+  if (!want_dx) return;
+  /* dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * w */
+  const double rs = (double)rstd, n = (double)L;
+  const double bb = -rs * rs * rs * s2 / n;
+  const double cc = p->prm.kind == NK_NORM_RMS ? 0.0 : -rs * s1 / n - bb * (double)mean;
+  char *dxp = (char *)dxo->data + r * dxo->strides[0];
+  NI_T *dxr = NI(run_out)((nrt_dtype)dxo->dtype, dxp, dxo->strides[1], L, out);
+  if (group) {
+    const int64_t hw = p->prm.hw, cg = L / hw, c0 = (r % p->prm.groups) * cg;
+    for (int64_t k = 0; k < cg; k++)
+      NI_F(dx)(dxr + k * hw, dyr + k * hw, xr + k * hw, NULL, hw,
+               (NI_T)(rs * (w ? (double)w[c0 + k] : 1.0)), (NI_T)bb, (NI_T)cc);
+  } else {
+    NI_F(dx)(dxr, dyr, xr, w, L, rstd, (NI_T)bb, (NI_T)cc);
+  }
+  NI(run_store)((nrt_dtype)dxo->dtype, dxp, dxo->strides[1], L, dxr);
+}
+
+/* Rows x (and dy) of row r as NI_T runs. */
+static const NI_T *NI(row_of)(const nrt_operand *o, int64_t r, int64_t L, NI_T *buf) {
+  return NI(run_in)((nrt_dtype)o->dtype, (const char *)o->data + r * o->strides[0], o->strides[1], L,
+                    buf);
+}
+
+static void NI(rows_backward)(void *arg, int64_t begin, int64_t end, int worker) {
+  (void)worker;
+  norm_plan *p = arg;
+  const int64_t L = p->L;
+  if (p->o[0].sizes[0] == 0 && p->prm.kind != NK_NORM_GROUP) return;
   NI_T *buf = malloc((size_t)(3 * L) * sizeof(NI_T));
   if (!buf) {
     atomic_store(&p->oom, 1);
     return;
   }
-  for (int64_t r = begin; r < end; r++) {
-    const NI_T *xr = NI(run_in)((nrt_dtype)x->dtype, (const char *)x->data + r * x->strides[0],
-                                x->strides[1], L, buf);
-    const NI_T *dyr = NI(run_in)((nrt_dtype)dy->dtype, (const char *)dy->data + r * dy->strides[0],
-                                 dy->strides[1], L, buf + L);
-    const NI_T mean = p->prm.kind == NK_NORM_RMS ? (NI_T)0 : NI(vec_at)(mo, r);
-    const NI_T rstd = NI(vec_at)(ro, r);
-    double s1 = 0, s2 = 0; /* sum dy * w, sum dy * w * (x - mean) */
-    if (group) {
-      const int64_t hw = p->prm.hw, cg = L / hw, c0 = (r % p->prm.groups) * cg;
-      for (int64_t k = 0; k < cg; k++) {
-        double d1 = 0, d2 = 0;
-        NI_F(dsums)(dyr + k * hw, xr + k * hw, NULL, hw, mean, &d1, &d2);
-        if (p->scratch) {
-          p->scratch[2 * (r * cg + k)] = d1;
-          p->scratch[2 * (r * cg + k) + 1] = d2;
-        }
-        const double wc = w ? (double)w[c0 + k] : 1.0;
-        s1 += d1 * wc;
-        s2 += d2 * wc;
+  for (int64_t r = begin; r < end; r++)
+    NI(row_backward)(p, r, NI(row_of)(&p->o[4], r, L, buf), NI(row_of)(&p->o[3], r, L, buf + L),
+                     buf + 2 * L);
+  free(buf);
+}
+
+/* LAYER/RMS with dweight or dbias, on enough rows: unit = a chunk of
+ * NORM_ROWS rows, each row's dx and then the chunk's column sums
+ * (p->partial, as cols_backward's) while the rows are in cache: one pass
+ * over x and dy instead of two.  The sums' order is cols_backward's (rows
+ * in groups of NR_COLROWS from the chunk's first), so the bits are too. */
+static void NI(chunks_backward)(void *arg, int64_t begin, int64_t end, int worker) {
+  (void)worker;
+  norm_plan *p = arg;
+  const nrt_operand *gwo = &p->o[1], *gbo = &p->o[2], *mo = &p->o[5], *ro = &p->o[6];
+  const int64_t L = p->L;
+  NI_T *buf = malloc((size_t)((2 * NR_COLROWS + 1) * L) * sizeof(NI_T));
+  if (!buf) {
+    atomic_store(&p->oom, 1);
+    return;
+  }
+  for (int64_t chunk = begin; chunk < end; chunk++) {
+    const int64_t r0 = chunk * NORM_ROWS, r1 = p->R - r0 < NORM_ROWS ? p->R : r0 + NORM_ROWS;
+    double *gw = p->partial + chunk * 2 * L, *gb = gw + L;
+    for (int64_t j = 0; j < L; j++) gw[j] = gb[j] = 0;
+    for (int64_t r = r0; r < r1; r += NR_COLROWS) {
+      const int k = r1 - r < NR_COLROWS ? (int)(r1 - r) : NR_COLROWS;
+      const NI_T *xr[NR_COLROWS], *dyr[NR_COLROWS];
+      NI_T mean[NR_COLROWS], rstd[NR_COLROWS];
+      for (int i = 0; i < k; i++) {
+        xr[i] = NI(row_of)(&p->o[4], r + i, L, buf + 2 * i * L);
+        dyr[i] = NI(row_of)(&p->o[3], r + i, L, buf + (2 * i + 1) * L);
+        mean[i] = p->prm.kind == NK_NORM_RMS ? (NI_T)0 : NI(vec_at)(mo, r + i);
+        rstd[i] = NI(vec_at)(ro, r + i);
+        if (p->o[0].sizes[0]) NI(row_backward)(p, r + i, xr[i], dyr[i], buf + 2 * NR_COLROWS * L);
       }
-    } else {
-      NI_F(dsums)(dyr, xr, w, L, mean, &s1, &s2);
+      NI_F(colsums)(gwo->sizes[0] ? gw : NULL, gbo->sizes[0] ? gb : NULL, dyr, xr, k, L, mean, rstd);
     }
-    if (!want_dx) continue;
-    /* dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * w */
-    const double rs = (double)rstd, n = (double)L;
-    const double bb = -rs * rs * rs * s2 / n;
-    const double cc = p->prm.kind == NK_NORM_RMS ? 0.0 : -rs * s1 / n - bb * (double)mean;
-    char *dxp = (char *)dxo->data + r * dxo->strides[0];
-    NI_T *dxr = NI(run_out)((nrt_dtype)dxo->dtype, dxp, dxo->strides[1], L, buf + 2 * L);
-    if (group) {
-      const int64_t hw = p->prm.hw, cg = L / hw, c0 = (r % p->prm.groups) * cg;
-      for (int64_t k = 0; k < cg; k++)
-        NI_F(dx)(dxr + k * hw, dyr + k * hw, xr + k * hw, NULL, hw,
-                 (NI_T)(rs * (w ? (double)w[c0 + k] : 1.0)), (NI_T)bb, (NI_T)cc);
-    } else {
-      NI_F(dx)(dxr, dyr, xr, w, L, rstd, (NI_T)bb, (NI_T)cc);
-    }
-    NI(run_store)((nrt_dtype)dxo->dtype, dxp, dxo->strides[1], L, dxr);
   }
   free(buf);
 }
