@@ -44,7 +44,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 import torch_neuronx  # noqa: E402,F401  (registers the device)
-from timing import machine  # noqa: E402
+from timing import machine, paired_medians  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "examples"))
@@ -255,26 +255,35 @@ def compile_times(make, device, repeats):
 
 def interleaved(sides, repeats, rounds, loop):
     """Median time of each side over `rounds` blocks in turn.  sides: name ->
-    (device, (run, f), fusion) for calls (a block: one untimed call, then
-    about repeats/rounds timed ones), or name -> (device, (case, model),
+    (device, (run, f), fusion) for calls (timing.paired_medians: a block is
+    a settle, one untimed call, then at least 20 ms of timed ones), or name
+    -> (device, (case, model),
     fusion) for an example's loop (loop=True; a block: a loop of `repeats`
     steps, which times its own steady steps).  fusion: adaptive eager on or
     off during the side's blocks (None: as it is)."""
+    if not loop:
+        # calls: timing.paired_medians' turns (each at least 20 ms of
+        # samples; a block of a few sub-millisecond calls read 0.5-2.3x
+        # the other columns from one run to the next)
+        before = torch_neuronx.is_adaptive_eager_enabled()
+        spec = []
+        for device, (run, f), fusion in sides.values():
+            mode = before if fusion is None else fusion
+            spec.append((lambda run=run, f=f: run(f), device,
+                         lambda mode=mode: torch_neuronx.set_adaptive_eager(mode)))
+        try:
+            return dict(zip(sides, paired_medians(spec, repeats, rounds)))
+        finally:
+            torch_neuronx.set_adaptive_eager(before)
     times = {name: [] for name in sides}
-    per_block = max(1, -(-repeats // rounds))
     for _ in range(rounds):
         for name, (device, unit, fusion) in sides.items():
             before = torch_neuronx.is_adaptive_eager_enabled()
             if fusion is not None:
                 torch_neuronx.set_adaptive_eager(fusion)
             try:
-                if loop:
-                    case, model = unit
-                    times[name].append(timed_loop(case, device, repeats, model=model)[0])
-                    continue
-                run, f = unit
-                timed_call(run, f, device)
-                times[name].extend(timed_call(run, f, device) for _ in range(per_block))
+                case, model = unit
+                times[name].append(timed_loop(case, device, repeats, model=model)[0])
             finally:
                 torch_neuronx.set_adaptive_eager(before)
     return {name: statistics.median(ts) for name, ts in times.items()}
