@@ -92,16 +92,6 @@ def expr(e):
     return _FN2[k].format(expr(e[1]), expr(e[2]))
 
 
-def stored(e, dt):
-    """The expression a store of dtype dt needs: a rounding to dt on top
-    (a fused producer's) is dropped, since the store rounds the same way
-    and bfloat16/float16 round to nearest even idempotently (integer
-    rounding is not: its float round trip may move large values)."""
-    if e[0] == "round" and e[1] == dt and dt in (torch.bfloat16, torch.float16):
-        return e[2]
-    return e
-
-
 class Lowering:
     def __init__(self, name, args, grid, sbuf, psum, tables):
         self.name, self.args, self.grid = name, args, tuple(grid) + (1,) * (3 - len(grid))
@@ -155,7 +145,7 @@ class Lowering:
             out.append(f"  const float v{k} = NKI_LD_{ctype(s[3])[1]}(&{self.ptr(s)}"
                        f"[{self.index(s, range(nd))}]);")
         out.append(f"  NKI_ST_{ctype(dst[3])[1]}(&{self.ptr(dst)}[{self.index(dst, range(nd))}], "
-                   f"{expr(stored(e, dst[3]))});")
+                   f"{expr(e)});")
         out.append("}}" + ("}" if nd >= 2 else ""))
 
     def prefetch(self, srcs, nd):

@@ -96,27 +96,17 @@ static int igeom_make(igeom *ig, const int64_t in[3], const int64_t k[3], const 
   ig->plane = 1;
   ig->phases = st[0] * st[1] * st[2];
   for (int i = 0; i < 3; i++) {
-    if (ig->phases > 1) {
-      const int64_t len = in[i] + 2 * p[i];
-      if (st[i] > NK_IMPLICIT_MAX_STRIDE) return 0; /* im2col (pad_phases' tables) */
-      ig->in[i] = in[i];
-      ig->k[i] = k[i];
-      ig->d[i] = d[i];
-      ig->p[i] = p[i];
-      ig->s[i] = st[i];
-      ig->pd[i] = (len + st[i] - 1) / st[i];
-      ig->out[i] = len < (k[i] - 1) * d[i] + 1 ? 0 : (len - (k[i] - 1) * d[i] - 1) / st[i] + 1;
-      if (ig->out[i] < 1 || ig->out[i] > ig->pd[i]) return 0;
-      ig->plane *= ig->pd[i];
-      continue;
-    }
-    ig->s[i] = 1;
+    if (st[i] > NK_IMPLICIT_MAX_STRIDE) return 0; /* im2col (pad_phases' tables) */
+    const int64_t len = in[i] + 2 * p[i], reach = (k[i] - 1) * d[i];
     ig->in[i] = in[i];
     ig->k[i] = k[i];
     ig->d[i] = d[i];
     ig->p[i] = p[i];
-    ig->pd[i] = in[i] + p[i];
-    ig->out[i] = in[i] + 2 * p[i] - (k[i] - 1) * d[i];
+    ig->s[i] = st[i];
+    /* stride 1: rows share their padding (period in + p); strided: each
+     * phase row whole */
+    ig->pd[i] = ig->phases > 1 ? (len + st[i] - 1) / st[i] : in[i] + p[i];
+    ig->out[i] = len <= reach ? 0 : (len - reach - 1) / st[i] + 1;
     if (ig->out[i] < 1 || ig->out[i] > ig->pd[i]) return 0;
     ig->plane *= ig->pd[i];
   }
