@@ -323,21 +323,29 @@ def test_fused_steps_bitwise_equal_to_cpu():
         v = torch.rand(n, generator=g) * 0.01
         return [[p], [gr], [m * 0.1], [v], [v + 1e-3], [torch.tensor(3.0)]]
 
-    kw = dict(lr=0.01, beta1=0.9, beta2=0.99, weight_decay=0.1, eps=1e-8, maximize=False)
-    for name, ams in (("_fused_adam_", True), ("_fused_adamw_", False)):
+    # without amsgrad, a two-pass loop per (weight decay kind, lerp end)
+    for name, ams, wd, beta1 in (("_fused_adam_", True, 0.1, 0.9), ("_fused_adamw_", False, 0.1, 0.9),
+                                 ("_fused_adam_", False, 0.1, 0.9), ("_fused_adam_", False, 0.0, 0.9),
+                                 ("_fused_adamw_", False, 0.1, 0.3)):
+        kw = dict(lr=0.01, beta1=beta1, beta2=0.99, weight_decay=wd, eps=1e-8, maximize=False)
         cpu = state()
         dev = [to_dev(l) for l in cpu]
         mx = (lambda s: s[4]) if ams else (lambda s: [])
         getattr(torch, name)(cpu[0], cpu[1], cpu[2], cpu[3], mx(cpu), cpu[5], amsgrad=ams, **kw)
         getattr(torch, name)(dev[0], dev[1], dev[2], dev[3], mx(dev), dev[5], amsgrad=ams, **kw)
         for k in range(5):
-            assert check(dev[k][0].cpu(), cpu[k][0]), (name, k)
-    cpu = state()
-    dev = [to_dev(l) for l in cpu]
-    sgd = dict(weight_decay=0.01, momentum=0.9, lr=0.1, dampening=0.1, nesterov=True,
-               maximize=False, is_first_step=False)
-    torch._fused_sgd_(cpu[0], cpu[1], cpu[2], **sgd)
-    torch._fused_sgd_(dev[0], dev[1], dev[2], **sgd)
+            assert check(dev[k][0].cpu(), cpu[k][0]), (name, ams, wd, beta1, k)
+    # SGD with momentum after the first step has a one-pass loop per
+    # (weight decay, nesterov): each of the four against the CPU
+    for wd, nesterov in ((0.01, True), (0.0, True), (0.01, False), (0.0, False)):
+        cpu = state()
+        dev = [to_dev(l) for l in cpu]
+        sgd = dict(weight_decay=wd, momentum=0.9, lr=0.1, dampening=0.1, nesterov=nesterov,
+                   maximize=False, is_first_step=False)
+        torch._fused_sgd_(cpu[0], cpu[1], cpu[2], **sgd)
+        torch._fused_sgd_(dev[0], dev[1], dev[2], **sgd)
+        for k in range(3):
+            assert check(dev[k][0].cpu(), cpu[k][0]), (wd, nesterov, k)
     ada = dict(lr=0.1, lr_decay=0.01, weight_decay=0.1, eps=1e-10, maximize=False)
     torch._fused_adagrad_(cpu[0], cpu[1], cpu[3], cpu[5], **ada)
     torch._fused_adagrad_(dev[0], dev[1], dev[3], dev[5], **ada)

@@ -134,6 +134,33 @@ static void OPT_S(adam_tile)(int n, OPT_T *restrict p, OPT_T *restrict g, OPT_T 
                              OPT_T *restrict tmp) {
   int j;
   OPT_S(grad_prologue)(n, g, p, k, has_scale, 0, 0);
+  if (!amsgrad && !maximize) {
+    /* The usual step in two passes over the tile (the state and params
+     * are often memory itself: see optim_rows) with the square root's
+     * vector loop between them: the operations of the passes below, in
+     * the same order, so the same bits.  wd: 0 none, 1 Adam's L2 term,
+     * 2 AdamW's decay. */
+    const OPT_T w = k->lerp_w, decay = k->decay, wdv = k->wd, b2 = k->beta2, c2 = k->c2;
+    const int wd = !has_wd ? 0 : adamw ? 2 : 1;
+#define ADAM_PASS(WD, NEAR)                                                      \
+  for (j = 0; j < n; j++) {                                                      \
+    OPT_T d = g[j];                                                              \
+    if ((WD) == 2) p[j] = p[j] * decay;                                          \
+    if ((WD) == 1) d = OPT_FMA(p[j], wdv, d);                                    \
+    s1[j] = (NEAR) ? OPT_FMA(w, d - s1[j], s1[j]) : OPT_FMA(w - (OPT_T)1, d - s1[j], d); \
+    s2[j] = OPT_FMA(c2 * d, d, s2[j] * b2);                                      \
+  }
+    if (OPT_FABS(w) < (OPT_T)0.5) {
+      if (wd == 0) ADAM_PASS(0, 1) else if (wd == 1) ADAM_PASS(1, 1) else ADAM_PASS(2, 1)
+    } else {
+      if (wd == 0) ADAM_PASS(0, 0) else if (wd == 1) ADAM_PASS(1, 0) else ADAM_PASS(2, 0)
+    }
+#undef ADAM_PASS
+    OPT_S(sqrt_tile)(n, tmp, s2);
+    const OPT_T bc2 = k->bc2_sqrt, eps = k->eps, nss = k->neg_step_size;
+    for (j = 0; j < n; j++) p[j] = p[j] + nss * s1[j] / (tmp[j] / bc2 + eps);
+    return;
+  }
   /* the scaled grad is what gets stored; maximize and decay act on a copy */
   for (j = 0; j < n; j++) tmp[j] = maximize ? g[j] * (OPT_T)-1 : g[j];
   if (has_wd) {
@@ -169,6 +196,27 @@ static void OPT_S(sgd_tile)(int n, OPT_T *restrict p, OPT_T *restrict g, OPT_T *
                             OPT_T *restrict tmp) {
   int j;
   OPT_S(grad_prologue)(n, g, p, k, has_scale, 0, 0);
+  if (has_momentum && !first_step && !maximize) {
+    /* The usual step in one pass over the tile (p, g and the buffer are
+     * often memory itself: see optim_rows): the operations of the passes
+     * below, in the same order, so the same bits. */
+    const OPT_T mom = k->momentum, omd = k->one_minus_dampening, nlr = k->neg_step_size,
+                wd = has_wd ? k->wd : 0;
+#define SGD_PASS(WD, NESTEROV)                                                   \
+  for (j = 0; j < n; j++) {                                                      \
+    const OPT_T d = (WD) ? OPT_FMA(p[j], wd, g[j]) : g[j];                       \
+    const OPT_T s = OPT_FMA(omd, d, s1[j] * mom);                                \
+    s1[j] = s;                                                                   \
+    p[j] = OPT_FMA((NESTEROV) ? OPT_FMA(s, mom, d) : s, nlr, p[j]);              \
+  }
+    if (has_wd) {
+      if (nesterov) SGD_PASS(1, 1) else SGD_PASS(1, 0)
+    } else {
+      if (nesterov) SGD_PASS(0, 1) else SGD_PASS(0, 0)
+    }
+#undef SGD_PASS
+    return;
+  }
   for (j = 0; j < n; j++) tmp[j] = maximize ? g[j] * (OPT_T)-1 : g[j];
   if (has_wd)
     for (j = 0; j < n; j++) tmp[j] = OPT_FMA(p[j], k->wd, tmp[j]);
