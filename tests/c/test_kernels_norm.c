@@ -361,6 +361,10 @@ static void tests(void) {
   check_rows(NK_NORM_LAYER, f64, f64, 1025, 9, 1, 1, 1, 0, 0);
   check_rows(NK_NORM_RMS, f32, f32, 1100, 20, 1, 1, 1, 0, 0);
   check_rows(NK_NORM_LAYER, f32, f32, 1, 1, 1, 1, 1, 1, 0);
+  /* a row's sum: float lanes go to double every 4096 elements (NR_BLOCK);
+   * two sets of 16 lanes per step, then one set, then a tail */
+  check_rows(NK_NORM_LAYER, f32, f32, 3, 8211, 1, 1, 1, 1, 0);
+  check_rows(NK_NORM_LAYER, f32, f32, 4, 83, 1, 1, 1, 1, 0);
   /* rms */
   check_rows(NK_NORM_RMS, f32, f32, 7, 33, 1, 1, 1, 0, 0);
   check_rows(NK_NORM_RMS, f32, f32, 3, 64, 1, 1, 0, 0, 1);

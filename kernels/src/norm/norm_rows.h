@@ -63,35 +63,32 @@ typedef NR_T NR_NAME(vec) __attribute__((vector_size(NR_VW * sizeof(NR_T))));
 typedef NR_T NR_NAME(hvec) __attribute__((vector_size(NR_VW / 2 * sizeof(NR_T))));
 typedef double NR_NAME(dhvec) __attribute__((vector_size(NR_VW / 2 * sizeof(double))));
 #define NR_NH (2 * NR_NV) /* half-vectors per lane set */
-static double NR_NAME(sum)(const NR_T *x, int64_t n) {
-  NR_NAME(dhvec) d[NR_NH] = {0};
-  NR_NAME(hvec) h;
-  int64_t i = 0;
-  for (; i + NR_LANES <= n; i += NR_LANES)
-    _Pragma("GCC unroll 4") for (int j = 0; j < NR_NH; j++) {
-      NR_LOAD(h, x + i + j * (NR_VW / 2));
-      d[j] += __builtin_convertvector(h, NR_NAME(dhvec));
-    }
-  double a[NR_LANES]; /* the tail goes to the lanes in memory: a vector
-                       * subscripted in a loop would live in memory too */
-  NR_DLANES_OUT(a, d);
-  for (int k = 0; i < n; i++, k++) a[k] += (double)x[i];
-  for (int w = NR_LANES / 2; w > 0; w /= 2)
-    for (int k = 0; k < w; k++) a[k] += a[k + w];
-  return a[0];
-}
+/* A row's sums keep NR_ILP sets of lanes, taking NR_ILP * NR_LANES
+ * elements per step: one set's adds wait on the previous step's (4 cycles
+ * of latency each), and a 768-float layer-norm row is only 48 vectors, so
+ * with one set sum and sumsq were latency-bound (54% of LayerNorm forward).
+ * The sets are added lane by lane in a fixed order before the lanes fold,
+ * the same order for every ISA. */
+#define NR_ILP 2
 
 /* sum of (x - m)^2 */
 static double NR_NAME(sumsq)(const NR_T *x, int64_t n, NR_T m) {
-  NR_NAME(vec) acc[NR_NV] = {0}, mv, v;
+  NR_NAME(vec) acc[2 * NR_ILP * NR_NV] = {0}, mv, v; /* (sets: see sum) */
   NR_SPLAT(mv, m);
   int64_t i = 0;
+  for (; i + 2 * NR_ILP * NR_LANES <= n; i += 2 * NR_ILP * NR_LANES)
+    _Pragma("GCC unroll 8") for (int j = 0; j < 2 * NR_ILP * NR_NV; j++) {
+      NR_LOAD(v, x + i + j * NR_VW);
+      const NR_NAME(vec) d = v - mv;
+      acc[j] += d * d;
+    }
   for (; i + NR_LANES <= n; i += NR_LANES)
     _Pragma("GCC unroll 4") for (int j = 0; j < NR_NV; j++) {
       NR_LOAD(v, x + i + j * NR_VW);
       const NR_NAME(vec) d = v - mv;
       acc[j] += d * d;
     }
+  _Pragma("GCC unroll 8") for (int j = NR_NV; j < 2 * NR_ILP * NR_NV; j++) acc[j % NR_NV] += acc[j];
   NR_T a[NR_LANES];
   NR_LANES_OUT(a, acc);
   for (int k = 0; i < n; i++, k++) {
@@ -243,6 +240,44 @@ static void NR_NAME(colsums)(double *gw, double *gb, const NR_T *const *dy, cons
 #if NR_LANES != 16
 #error "the multi-run sums are written for 16 lanes"
 #endif
+
+/* sum of x, in double (the mean of data far from 0 stays exact): NR_T
+ * lanes (NR_ILP sets, see above) for at most NR_BLOCK elements, then into
+ * double lanes.  Converting every element to double was the costlier half
+ * of LayerNorm's forward (two converts and an insert per 8 floats).  A
+ * lane adds at most NR_BLOCK / (NR_ILP * NR_LANES) = 128 floats before
+ * going to double; the variance does not depend on it (sumsq subtracts
+ * the rounded mean: an error d in the mean changes it by d^2). */
+static double NR_NAME(sum)(const NR_T *x, int64_t n) {
+  NR_NAME(dhvec) d[NR_NH] = {0};
+  NR_NAME(vec) acc[NR_ILP * NR_NV], v;
+  const int64_t step = NR_ILP * NR_LANES, full = n - n % step;
+  int64_t i = 0;
+  while (i < full) {
+    const int64_t stop = full - i < NR_BLOCK ? full : i + NR_BLOCK;
+    for (int j = 0; j < NR_ILP * NR_NV; j++) acc[j] = (NR_NAME(vec)){0};
+    for (; i < stop; i += step)
+      _Pragma("GCC unroll 8") for (int j = 0; j < NR_ILP * NR_NV; j++) {
+        NR_LOAD(v, x + i + j * NR_VW);
+        acc[j] += v;
+      }
+    _Pragma("GCC unroll 8") for (int j = NR_NV; j < NR_ILP * NR_NV; j++) acc[j % NR_NV] += acc[j];
+    NR_TO_DOUBLE(d, acc);
+  }
+  if (i + NR_LANES <= n) { /* fewer than NR_ILP lane sets left */
+    for (int j = 0; j < NR_NV; j++) acc[j] = (NR_NAME(vec)){0};
+    for (; i + NR_LANES <= n; i += NR_LANES)
+      _Pragma("GCC unroll 4") for (int j = 0; j < NR_NV; j++) {
+        NR_LOAD(v, x + i + j * NR_VW);
+        acc[j] += v;
+      }
+    NR_TO_DOUBLE(d, acc);
+  }
+  double t[NR_LANES] = {0}, s;
+  for (int k = 0; i < n; i++, k++) t[k] += (double)x[i];
+  NR_FOLD2(s, d, t);
+  return s;
+}
 
 /* sum of x (in double lanes, as sum) */
 static double NR_NAME(msum)(const NR_T *x, int64_t rows, int64_t ld, int64_t n) {
