@@ -174,6 +174,23 @@ static int nonfinite_run(nrt_dtype t, const char *p, int64_t n, int64_t es) {
   return z != 0;
 }
 
+/* Copies a run of bytes (a multiple of 2).  Rows of small convolutions
+ * are short (32 bytes at 8x8 outputs) and memcpy of a run-time size is a
+ * call and a size dispatch per row: at 32->32 channels 3x3 on 8x8, batch
+ * 32, those calls took 17% of the forward. */
+static inline void copy_run(char *restrict d, const char *restrict s, size_t bytes) {
+  if (bytes > 256) {
+    memcpy(d, s, bytes);
+    return;
+  }
+  size_t i = 0;
+  for (; i + 32 <= bytes; i += 32) __builtin_memcpy(d + i, s + i, 32);
+  if (i + 16 <= bytes) __builtin_memcpy(d + i, s + i, 16), i += 16;
+  if (i + 8 <= bytes) __builtin_memcpy(d + i, s + i, 8), i += 8;
+  if (i + 4 <= bytes) __builtin_memcpy(d + i, s + i, 4), i += 4;
+  if (i + 2 <= bytes) __builtin_memcpy(d + i, s + i, 2);
+}
+
 /* Strided: sample n0 + b's share of every phase of channel c's region <-
  * the padded sample's every s-th element (zeros around it); 1 when the
  * weight gradient's check found an inf or NaN. */
@@ -254,7 +271,7 @@ static void pad_task(void *arg, int64_t begin, int64_t end, int worker) {
         const char *s = src + i0 * j->src.sp[0] + i1 * j->src.sp[1];
         char *d = dst + (((i0 + ig->p[0]) * ig->pd[1] + i1 + ig->p[1]) * ig->pd[2] + ig->p[2]) * ces;
         const int64_t n = ig->in[2], ss = j->src.sp[2];
-        if (ss == ces) memcpy(d, s, (size_t)(n * ces));
+        if (ss == ces) copy_run(d, s, (size_t)(n * ces));
         else for (int64_t i = 0; i < n; i++) memcpy(d + i * ces, s + i * ss, (size_t)ces);
         if (j->check_finite) bad |= nonfinite_run(j->xt, d, n, ces); /* x * 0: 0 unless inf/NaN */
       }
@@ -286,7 +303,7 @@ static void move_rows(const ijob *j, int64_t o, int64_t b, int to_y) {
         const float bv = nk_read_f32(j->bias + o * j->bias_stride);
         for (int64_t i = 0; i < n; i++) nk_write_f32(t + i * ds, nk_read_f32(g + i * ces) + bv);
       } else if (ds == ces) {
-        memcpy(to_y ? t : g, to_y ? g : t, (size_t)(n * ces));
+        copy_run(to_y ? t : g, to_y ? g : t, (size_t)(n * ces));
       } else {
         for (int64_t i = 0; i < n; i++)
           memcpy(to_y ? t + i * ds : g + i * ces, to_y ? g + i * ces : t + i * ds, (size_t)ces);
