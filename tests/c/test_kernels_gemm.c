@@ -235,6 +235,22 @@ static void test_random_sweep(void) {
   for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) check_case(&shapes[i]);
 }
 
+/* Small plain products read B in place (gemm.c, small_unpacked): n a
+ * multiple of the micro-tile's width (32 floats at AVX-512, 16 at AVX2; 16
+ * doubles / 8), k within one k block (KC 40 here), up to 256 rows; two
+ * panels of NC 64, edge row tiles, batches with a broadcast B, alpha/beta,
+ * a transposed out; float16/bfloat16 at the same shapes. */
+static void test_plain_unpacked(void) {
+  gcase cases[] = {
+      {NRT_FLOAT32, 1, 100, 64, 40, 0, 0, 0, 1, 0, 0, 0}, {NRT_FLOAT32, 1, 13, 128, 33, 1, 0, 0, 0.5, 2, 0, 0},
+      {NRT_FLOAT32, 3, 50, 32, 29, 0, 0, 1, 1, 0, 0, 0},  {NRT_FLOAT32, 1, 256, 64, 7, 0, 0, 0, 1, -1, 1, 0},
+      {NRT_FLOAT64, 1, 37, 32, 17, 0, 0, 0, 1, 0, 0, 0},  {NRT_FLOAT64, 2, 9, 16, 40, 1, 0, 0, -2, 0.25, 0, 0},
+      /* 16-bit B at those shapes is packed (the rows kernels read floats) */
+      {NRT_FLOAT16, 1, 20, 64, 30, 0, 0, 0, 1, 0, 0, 0},  {NRT_BFLOAT16, 1, 20, 64, 30, 0, 0, 0, 1, 0, 0, 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) check_case(&cases[i]);
+}
+
 /* bfloat16/float16 a and b into a float32 out (the convolution's operands
  * with its float32 accumulators): every layout, alpha/beta (beta 1: the
  * weight gradient's chunk after chunk), matrix-vector shapes, odd k across
@@ -468,6 +484,7 @@ static void tests(void) {
   setenv("TORCHNEURON_GEMM_NC", "64", 1);
   test_sizes();
   test_random_sweep();
+  test_plain_unpacked();
   test_nested_in_parallel_region();
   test_indirect();
   test_mixed();

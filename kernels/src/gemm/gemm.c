@@ -1145,6 +1145,21 @@ int nk_gemm_operands_indirect(nrt_exec_ctx *ctx, const nrt_operand ops[3], nk_sc
   return gemm_run(ctx, ops, NULL, alpha, beta, ind);
 }
 
+/* Whether a plain (no offset tables) product reads B in place, with no
+ * packing: float32/float64 B of out's dtype with unit column stride, few
+ * rows (each row tile re-reads B, as an indirect B up to
+ * NK_GEMM_UNPACKED_MAX_ROWS), B small enough to stay in L2 across those
+ * re-reads, and whole slivers only (the rows kernels read NR columns of
+ * the compute type: an edge sliver would read past a user's tensor). */
+static int small_unpacked(const gemm_plan *p, const nk_gemm_indirect *ind) {
+  if (ind && (ind->b_rows || ind->b_cols)) return 0;
+  const int64_t es = (int64_t)p->es;
+  const int float_b = p->b.dtype == NRT_FLOAT32 || p->b.dtype == NRT_FLOAT64;
+  return p->arch.ukr_rows && !p->pairs && float_b && p->b.dtype == p->out.dtype && p->b.strides[2] == es &&
+         p->m <= NK_GEMM_UNPACKED_MAX_ROWS && p->n % p->arch.nr == 0 && p->k <= p->kc &&
+         p->k * p->n * es <= caches().l2 / 2;
+}
+
 static int gemm_run(nrt_exec_ctx *ctx, const nrt_operand ops[3], const nrt_operand *c,
                     nk_scalar alpha, nk_scalar beta, const nk_gemm_indirect *ind) {
   gemm_plan plan;
@@ -1175,6 +1190,9 @@ static int gemm_run(nrt_exec_ctx *ctx, const nrt_operand ops[3], const nrt_opera
                       plan.m <= NK_GEMM_UNPACKED_MAX_ROWS && ops[2].strides[2] == (int64_t)plan.es &&
                       ops[2].dtype == ops[0].dtype;
   }
+  /* A plain B read in place (SMALL_UNPACKED below): its row offsets. */
+  int64_t *plain_rows = NULL;
+  const int plain_unpacked = small_unpacked(&plan, ind);
   const gemm_plan *p = &plan;
   if (p->batch == 0 || p->m == 0 || p->n == 0) return 0;
   if (p->k == 0) {
@@ -1205,11 +1223,18 @@ static int gemm_run(nrt_exec_ctx *ctx, const nrt_operand ops[3], const nrt_opera
                           : p->rows_first ? ws_stride * (size_t)workers
                                           : (size_t)round_up((int64_t)((size_t)(p->m * p->nc) * es), 64);
   const size_t per_set = b_bytes + ws_bytes + a_stride * (size_t)workers;
-  char *mem = scratch(per_set * (size_t)sets);
+  const size_t table = plain_unpacked ? (size_t)round_up((int64_t)((size_t)p->k * 8), 64) : 0;
+  char *mem = scratch(per_set * (size_t)sets + table);
   if (!mem) {
     nrt_exec_fail(ctx, "gemm: out of host memory for packing buffers (%zu bytes)",
-                  per_set * (size_t)sets);
+                  per_set * (size_t)sets + table);
     return -1;
+  }
+  if (plain_unpacked) {
+    plain_rows = (int64_t *)(void *)(mem + per_set * (size_t)sets);
+    for (int64_t q = 0; q < p->k; q++) plain_rows[q] = q * p->b.strides[1];
+    plan.ind.b_rows = plain_rows;
+    plan.unpacked_b = 1;
   }
   gemm_buffers bufs[sets];
   for (int s = 0; s < sets; s++) {

@@ -8,8 +8,9 @@
  * operations per value; at transformer training shapes (k = 192..768)
  * packing then costs a third of the micro-kernel's time.  Eight rows of
  * eight k values are loaded as eight vectors, transposed in registers (24
- * shuffles) and stored as eight runs of eight rows.  Rows past the last
- * multiple of eight and k past the last multiple of eight go element by
+ * shuffles) and stored as eight runs of eight rows; four more rows (a
+ * 12-row sliver's last third) as two 4x4 transposes.  Rows past those
+ * and k past the last multiple of eight go element by
  * element; padding rows are zeros.  AVX2 (every AVX-512 CPU has it), chosen
  * at run time by gemm.c. */
 #include <immintrin.h>
@@ -46,6 +47,19 @@ void nk_gemm_pack_kmajor_avx2_f32(const char *src, const int64_t *roff, int64_t 
       transpose8(r);
       for (int t = 0; t < 8; t++) _mm256_storeu_ps(d + t * width + i, r[t]);
     }
+    /* four more rows (a 12-row sliver's last third): two 4x4 transposes */
+    for (; i + 4 <= valid; i += 4)
+      for (int h = 0; h < 8; h += 4) {
+        __m128 r0 = _mm_loadu_ps((const float *)NK_ROW_AT(i) + c + h);
+        __m128 r1 = _mm_loadu_ps((const float *)NK_ROW_AT(i + 1) + c + h);
+        __m128 r2 = _mm_loadu_ps((const float *)NK_ROW_AT(i + 2) + c + h);
+        __m128 r3 = _mm_loadu_ps((const float *)NK_ROW_AT(i + 3) + c + h);
+        _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+        _mm_storeu_ps(d + (h + 0) * width + i, r0);
+        _mm_storeu_ps(d + (h + 1) * width + i, r1);
+        _mm_storeu_ps(d + (h + 2) * width + i, r2);
+        _mm_storeu_ps(d + (h + 3) * width + i, r3);
+      }
     for (; i < valid; i++) /* memcpy: rows of bfloat16 pairs are 2-byte aligned */
       for (int t = 0; t < 8; t++) memcpy(&d[t * width + i], NK_ROW_AT(i) + (c + t) * 4, 4);
     for (; i < width; i++)
