@@ -342,21 +342,24 @@ static void pack_pairs(const matrix *x, int64_t r0, int64_t rows, int64_t c0, in
   for (int64_t s = 0; s < rows; s += width) /* pairs [pairs, kp): AMX's k padding */
     memset(dst + s / width * sliver + pairs * width, 0, (size_t)((kp - pairs) * width) * 4);
   if (x->rs == 2 && !x->roff) {
-    /* rows adjacent: two source lines per pair, streamed across slivers
-     * (an implicit convolution's B: k rows at offsets coff, the columns
-     * adjacent) */
-    for (int64_t q = 0; q < pairs; q++) {
-      const uint16_t *lo = (const uint16_t *)(x->data + r0 * 2 + NK_COL(x, c0 + 2 * q));
-      const uint16_t *hi =
-          2 * q + 1 < cols ? (const uint16_t *)(x->data + r0 * 2 + NK_COL(x, c0 + 2 * q + 1)) : NULL;
-      uint32_t *d = dst + q * width;
-      for (int64_t s = 0; s < rows; s += width, d += sliver) {
-        const int valid = rows - s < width ? (int)(rows - s) : width;
+    /* rows adjacent: two source lines per pair (an implicit convolution's
+     * B: k rows at offsets coff, the columns adjacent), a sliver at a time
+     * so the writes run in order (pair-outer, each pair's writes jumped
+     * from sliver to sliver: 14% of a 512^3 bfloat16 product, its samples
+     * on the stores) */
+    for (int64_t s = 0; s < rows; s += width) {
+      const int valid = rows - s < width ? (int)(rows - s) : width;
+      uint32_t *d = dst + s / width * sliver;
+      for (int64_t q = 0; q < pairs; q++, d += width) {
+        const uint16_t *lo = (const uint16_t *)(x->data + (r0 + s) * 2 + NK_COL(x, c0 + 2 * q));
+        const uint16_t *hi =
+            2 * q + 1 < cols ? (const uint16_t *)(x->data + (r0 + s) * 2 + NK_COL(x, c0 + 2 * q + 1))
+                             : NULL;
         int i = 0;
         if (hi)
-          for (; i < valid; i++) d[i] = (uint32_t)lo[s + i] | (uint32_t)hi[s + i] << 16;
+          for (; i < valid; i++) d[i] = (uint32_t)lo[i] | (uint32_t)hi[i] << 16;
         else
-          for (; i < valid; i++) d[i] = lo[s + i];
+          for (; i < valid; i++) d[i] = lo[i];
         for (; i < width; i++) d[i] = 0;
       }
     }
