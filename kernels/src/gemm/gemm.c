@@ -1148,19 +1148,23 @@ int nk_gemm_operands_indirect(nrt_exec_ctx *ctx, const nrt_operand ops[3], nk_sc
   return gemm_run(ctx, ops, NULL, alpha, beta, ind);
 }
 
-/* Whether a plain (no offset tables) product reads B in place, with no
- * packing: float32/float64 B of out's dtype with unit column stride, few
- * rows (each row tile re-reads B, as an indirect B up to
- * NK_GEMM_UNPACKED_MAX_ROWS), B small enough to stay in L2 across those
- * re-reads, and whole slivers only (the rows kernels read NR columns of
- * the compute type: an edge sliver would read past a user's tensor). */
-static int small_unpacked(const gemm_plan *p, const nk_gemm_indirect *ind) {
-  if (ind && (ind->b_rows || ind->b_cols)) return 0;
-  const int64_t es = (int64_t)p->es;
+/* Whether the rows kernels can read B in place (an offset per k row):
+ * they read the compute type, so float32/float64 B of out's dtype with
+ * unit column stride, and few rows (each row tile re-reads B; see the
+ * indirect case in gemm_run). */
+static int b_readable_in_place(const gemm_plan *p) {
   const int float_b = p->b.dtype == NRT_FLOAT32 || p->b.dtype == NRT_FLOAT64;
-  return p->arch.ukr_rows && !p->pairs && float_b && p->b.dtype == p->out.dtype && p->b.strides[2] == es &&
-         p->m <= NK_GEMM_UNPACKED_MAX_ROWS && p->n % p->arch.nr == 0 && p->k <= p->kc &&
-         p->k * p->n * es <= caches().l2 / 2;
+  return p->arch.ukr_rows && !p->pairs && float_b && p->b.dtype == p->out.dtype &&
+         p->b.strides[2] == (int64_t)p->es && p->m <= NK_GEMM_UNPACKED_MAX_ROWS;
+}
+
+/* Whether a plain (no offset tables) product reads B in place too, through
+ * a table of its row offsets: B small enough to stay in L2 across the row
+ * tiles' re-reads, one k block, and whole slivers only (the rows kernels
+ * read NR columns: an edge sliver would read past a user's tensor). */
+static int small_unpacked(const gemm_plan *p) {
+  return b_readable_in_place(p) && p->n % p->arch.nr == 0 && p->k <= p->kc &&
+         p->k * p->n * (int64_t)p->es <= caches().l2 / 2;
 }
 
 static int gemm_run(nrt_exec_ctx *ctx, const nrt_operand ops[3], const nrt_operand *c,
@@ -1188,14 +1192,9 @@ static int gemm_run(nrt_exec_ctx *ctx, const nrt_operand ops[3], const nrt_opera
      * tiles reuse one packed copy and it pays again.  float32 and
      * float64 only: bfloat16 B is always packed (in k pairs, or widened),
      * since the rows kernels read the compute type in place. */
-    const int float_b = ops[2].dtype == NRT_FLOAT32 || ops[2].dtype == NRT_FLOAT64;
-    plan.unpacked_b = float_b && !plan.pairs && ind->b_rows && !ind->b_cols && plan.arch.ukr_rows &&
-                      plan.m <= NK_GEMM_UNPACKED_MAX_ROWS && ops[2].strides[2] == (int64_t)plan.es &&
-                      ops[2].dtype == ops[0].dtype;
+    plan.unpacked_b = ind->b_rows && !ind->b_cols && b_readable_in_place(&plan);
   }
-  /* A plain B read in place (SMALL_UNPACKED below): its row offsets. */
-  int64_t *plain_rows = NULL;
-  const int plain_unpacked = small_unpacked(&plan, ind);
+  const int plain_unpacked = !plan.ind.b_rows && !plan.ind.b_cols && small_unpacked(&plan);
   const gemm_plan *p = &plan;
   if (p->batch == 0 || p->m == 0 || p->n == 0) return 0;
   if (p->k == 0) {
@@ -1233,10 +1232,10 @@ static int gemm_run(nrt_exec_ctx *ctx, const nrt_operand ops[3], const nrt_opera
                   per_set * (size_t)sets + table);
     return -1;
   }
-  if (plain_unpacked) {
-    plain_rows = (int64_t *)(void *)(mem + per_set * (size_t)sets);
-    for (int64_t q = 0; q < p->k; q++) plain_rows[q] = q * p->b.strides[1];
-    plan.ind.b_rows = plain_rows;
+  if (plain_unpacked) { /* B's row offsets, after the packing buffers */
+    int64_t *rows = (int64_t *)(void *)(mem + per_set * (size_t)sets);
+    for (int64_t q = 0; q < p->k; q++) rows[q] = q * p->b.strides[1];
+    plan.ind.b_rows = rows;
     plan.unpacked_b = 1;
   }
   gemm_buffers bufs[sets];

@@ -92,12 +92,17 @@ static void NI(rows_forward)(void *arg, int64_t begin, int64_t end, int worker) 
 /* dx of row r (xr, dyr: its x and dy as NI_T; out: L elements of scratch);
  * for GROUP also the per (n, channel) sums that dweight and dbias need
  * (p->scratch: sum dy and sum dy * (x - mean), 2 per channel). */
+/* Row r's saved mean (0 for RMS norm, which keeps none). */
+static NI_T NI(mean_at)(const norm_plan *p, int64_t r) {
+  return p->prm.kind == NK_NORM_RMS ? (NI_T)0 : NI(vec_at)(&p->o[5], r);
+}
+
 static void NI(row_backward)(norm_plan *p, int64_t r, const NI_T *xr, const NI_T *dyr, NI_T *out) {
-  const nrt_operand *dxo = &p->o[0], *mo = &p->o[5], *ro = &p->o[6];
+  const nrt_operand *dxo = &p->o[0], *ro = &p->o[6];
   const int64_t L = p->L;
   const NI_T *w = p->w;
   const int want_dx = dxo->sizes[0] != 0, group = p->prm.kind == NK_NORM_GROUP;
-  const NI_T mean = p->prm.kind == NK_NORM_RMS ? (NI_T)0 : NI(vec_at)(mo, r);
+  const NI_T mean = NI(mean_at)(p, r);
   const NI_T rstd = NI(vec_at)(ro, r);
   double s1 = 0, s2 = 0; /* sum dy * w, sum dy * w * (x - mean) */
   if (group) {
@@ -134,10 +139,10 @@ static void NI(row_backward)(norm_plan *p, int64_t r, const NI_T *xr, const NI_T
   NI(run_store)((nrt_dtype)dxo->dtype, dxp, dxo->strides[1], L, dxr);
 }
 
-/* Rows x (and dy) of row r as NI_T runs. */
-static const NI_T *NI(row_of)(const nrt_operand *o, int64_t r, int64_t L, NI_T *buf) {
-  return NI(run_in)((nrt_dtype)o->dtype, (const char *)o->data + r * o->strides[0], o->strides[1], L,
-                    buf);
+/* Columns [j0, j0 + n) of row r of operand o (x or dy) as an NI_T run. */
+static const NI_T *NI(run_of)(const nrt_operand *o, int64_t r, int64_t j0, int64_t n, NI_T *buf) {
+  return NI(run_in)((nrt_dtype)o->dtype, (const char *)o->data + r * o->strides[0] + j0 * o->strides[1],
+                    o->strides[1], n, buf);
 }
 
 static void NI(rows_backward)(void *arg, int64_t begin, int64_t end, int worker) {
@@ -151,20 +156,43 @@ static void NI(rows_backward)(void *arg, int64_t begin, int64_t end, int worker)
     return;
   }
   for (int64_t r = begin; r < end; r++)
-    NI(row_backward)(p, r, NI(row_of)(&p->o[4], r, L, buf), NI(row_of)(&p->o[3], r, L, buf + L),
+    NI(row_backward)(p, r, NI(run_of)(&p->o[4], r, 0, L, buf), NI(run_of)(&p->o[3], r, 0, L, buf + L),
                      buf + 2 * L);
   free(buf);
+}
+
+/* LAYER/RMS dweight, dbias partials of rows [r0, r1), columns [j0, j0 +
+ * n): gw, gb (n each, zeroed here) <- the column sums of dy * (x - mean) *
+ * rstd and of dy, the rows in groups of NR_COLROWS from r0 (colsums), so
+ * the bits depend on r0 only.  with_dx (whole rows): each row's dx too,
+ * while its x and dy are in cache.  buf: (2 NR_COLROWS + with_dx) n. */
+static void NI(chunk_sums)(norm_plan *p, int64_t r0, int64_t r1, int64_t j0, int64_t n, double *gw,
+                           double *gb, int with_dx, NI_T *buf) {
+  for (int64_t j = 0; j < n; j++) gw[j] = gb[j] = 0;
+  for (int64_t r = r0; r < r1; r += NR_COLROWS) {
+    const int k = r1 - r < NR_COLROWS ? (int)(r1 - r) : NR_COLROWS;
+    const NI_T *xr[NR_COLROWS], *dyr[NR_COLROWS];
+    NI_T mean[NR_COLROWS], rstd[NR_COLROWS];
+    for (int i = 0; i < k; i++) {
+      xr[i] = NI(run_of)(&p->o[4], r + i, j0, n, buf + 2 * i * n);
+      dyr[i] = NI(run_of)(&p->o[3], r + i, j0, n, buf + (2 * i + 1) * n);
+      mean[i] = NI(mean_at)(p, r + i);
+      rstd[i] = NI(vec_at)(&p->o[6], r + i);
+      if (with_dx) NI(row_backward)(p, r + i, xr[i], dyr[i], buf + 2 * NR_COLROWS * n);
+    }
+    NI_F(colsums)(p->o[1].sizes[0] ? gw : NULL, p->o[2].sizes[0] ? gb : NULL, dyr, xr, k, n, mean,
+                  rstd);
+  }
 }
 
 /* LAYER/RMS with dweight or dbias, on enough rows: unit = a chunk of
  * NORM_ROWS rows, each row's dx and then the chunk's column sums
  * (p->partial, as cols_backward's) while the rows are in cache: one pass
- * over x and dy instead of two.  The sums' order is cols_backward's (rows
- * in groups of NR_COLROWS from the chunk's first), so the bits are too. */
+ * over x and dy instead of two.  The same chunk_sums as cols_backward, so
+ * the same bits. */
 static void NI(chunks_backward)(void *arg, int64_t begin, int64_t end, int worker) {
   (void)worker;
   norm_plan *p = arg;
-  const nrt_operand *gwo = &p->o[1], *gbo = &p->o[2], *mo = &p->o[5], *ro = &p->o[6];
   const int64_t L = p->L;
   NI_T *buf = malloc((size_t)((2 * NR_COLROWS + 1) * L) * sizeof(NI_T));
   if (!buf) {
@@ -173,34 +201,19 @@ static void NI(chunks_backward)(void *arg, int64_t begin, int64_t end, int worke
   }
   for (int64_t chunk = begin; chunk < end; chunk++) {
     const int64_t r0 = chunk * NORM_ROWS, r1 = p->R - r0 < NORM_ROWS ? p->R : r0 + NORM_ROWS;
-    double *gw = p->partial + chunk * 2 * L, *gb = gw + L;
-    for (int64_t j = 0; j < L; j++) gw[j] = gb[j] = 0;
-    for (int64_t r = r0; r < r1; r += NR_COLROWS) {
-      const int k = r1 - r < NR_COLROWS ? (int)(r1 - r) : NR_COLROWS;
-      const NI_T *xr[NR_COLROWS], *dyr[NR_COLROWS];
-      NI_T mean[NR_COLROWS], rstd[NR_COLROWS];
-      for (int i = 0; i < k; i++) {
-        xr[i] = NI(row_of)(&p->o[4], r + i, L, buf + 2 * i * L);
-        dyr[i] = NI(row_of)(&p->o[3], r + i, L, buf + (2 * i + 1) * L);
-        mean[i] = p->prm.kind == NK_NORM_RMS ? (NI_T)0 : NI(vec_at)(mo, r + i);
-        rstd[i] = NI(vec_at)(ro, r + i);
-        if (p->o[0].sizes[0]) NI(row_backward)(p, r + i, xr[i], dyr[i], buf + 2 * NR_COLROWS * L);
-      }
-      NI_F(colsums)(gwo->sizes[0] ? gw : NULL, gbo->sizes[0] ? gb : NULL, dyr, xr, k, L, mean, rstd);
-    }
+    double *gw = p->partial + chunk * 2 * L;
+    NI(chunk_sums)(p, r0, r1, 0, L, gw, gw + L, p->o[0].sizes[0] != 0, buf);
   }
   free(buf);
 }
 
 /* LAYER/RMS dweight, dbias partials: unit = (chunk of NORM_ROWS rows,
- * block of NORM_COLS columns), rows in order; p->partial holds per chunk
- * the column sums of dy * (x - mean) * rstd and of dy (L each, double),
- * added over chunks in order afterwards (norm.c). */
+ * block of NORM_COLS columns); p->partial holds per chunk the column sums
+ * of dy * (x - mean) * rstd and of dy (L each, double), added over chunks
+ * in order afterwards (norm.c). */
 static void NI(cols_backward)(void *arg, int64_t begin, int64_t end, int worker) {
   (void)worker;
   norm_plan *p = arg;
-  const nrt_operand *gwo = &p->o[1], *gbo = &p->o[2], *dy = &p->o[3], *x = &p->o[4],
-                    *mo = &p->o[5], *ro = &p->o[6];
   const int64_t L = p->L, nblk = (L + NORM_COLS - 1) / NORM_COLS;
   NI_T *buf = malloc((size_t)(2 * NR_COLROWS * NORM_COLS) * sizeof(NI_T));
   if (!buf) {
@@ -211,24 +224,8 @@ static void NI(cols_backward)(void *arg, int64_t begin, int64_t end, int worker)
     const int64_t chunk = u / nblk, blk = u % nblk;
     const int64_t j0 = blk * NORM_COLS, n = L - j0 < NORM_COLS ? L - j0 : NORM_COLS;
     const int64_t r0 = chunk * NORM_ROWS, r1 = p->R - r0 < NORM_ROWS ? p->R : r0 + NORM_ROWS;
-    double *gw = p->partial + chunk * 2 * L + j0, *gb = gw + L;
-    for (int64_t j = 0; j < n; j++) gw[j] = gb[j] = 0;
-    for (int64_t r = r0; r < r1; r += NR_COLROWS) { /* rows in groups (colsums) */
-      const int k = r1 - r < NR_COLROWS ? (int)(r1 - r) : NR_COLROWS;
-      const NI_T *xr[NR_COLROWS], *dyr[NR_COLROWS];
-      NI_T mean[NR_COLROWS], rstd[NR_COLROWS];
-      for (int i = 0; i < k; i++) {
-        xr[i] = NI(run_in)((nrt_dtype)x->dtype,
-                           (const char *)x->data + (r + i) * x->strides[0] + j0 * x->strides[1],
-                           x->strides[1], n, buf + 2 * i * NORM_COLS);
-        dyr[i] = NI(run_in)((nrt_dtype)dy->dtype,
-                            (const char *)dy->data + (r + i) * dy->strides[0] + j0 * dy->strides[1],
-                            dy->strides[1], n, buf + (2 * i + 1) * NORM_COLS);
-        mean[i] = p->prm.kind == NK_NORM_RMS ? (NI_T)0 : NI(vec_at)(mo, r + i);
-        rstd[i] = NI(vec_at)(ro, r + i);
-      }
-      NI_F(colsums)(gwo->sizes[0] ? gw : NULL, gbo->sizes[0] ? gb : NULL, dyr, xr, k, n, mean, rstd);
-    }
+    double *gw = p->partial + chunk * 2 * L + j0;
+    NI(chunk_sums)(p, r0, r1, j0, n, gw, gw + L, 0, buf);
   }
   free(buf);
 }

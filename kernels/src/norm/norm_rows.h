@@ -67,13 +67,16 @@ typedef double NR_NAME(dhvec) __attribute__((vector_size(NR_VW / 2 * sizeof(doub
  * elements per step: one set's adds wait on the previous step's (4 cycles
  * of latency each), and a 768-float layer-norm row is only 48 vectors, so
  * with one set sum and sumsq were latency-bound (54% of LayerNorm forward).
- * The sets are added lane by lane in a fixed order before the lanes fold,
- * the same order for every ISA. */
+ * The sets are added lane by lane in a fixed order before the lanes fold
+ * (NR_ADD_SETS), the same order for every ISA. */
 #define NR_ILP 2
+#define NR_ADD_SETS(acc, sets)                                                            \
+  _Pragma("GCC unroll 8") for (int j_ = NR_NV; j_ < (sets) * NR_NV; j_++) (acc)[j_ % NR_NV] += (acc)[j_]
 
 /* sum of (x - m)^2 */
 static double NR_NAME(sumsq)(const NR_T *x, int64_t n, NR_T m) {
-  NR_NAME(vec) acc[2 * NR_ILP * NR_NV] = {0}, mv, v; /* (sets: see sum) */
+  NR_NAME(vec) acc[2 * NR_ILP * NR_NV] = {0}, mv, v; /* 2 * NR_ILP sets: a step is a subtract,
+                                                        * a multiply and the add */
   NR_SPLAT(mv, m);
   int64_t i = 0;
   for (; i + 2 * NR_ILP * NR_LANES <= n; i += 2 * NR_ILP * NR_LANES)
@@ -88,7 +91,7 @@ static double NR_NAME(sumsq)(const NR_T *x, int64_t n, NR_T m) {
       const NR_NAME(vec) d = v - mv;
       acc[j] += d * d;
     }
-  _Pragma("GCC unroll 8") for (int j = NR_NV; j < 2 * NR_ILP * NR_NV; j++) acc[j % NR_NV] += acc[j];
+  NR_ADD_SETS(acc, 2 * NR_ILP);
   NR_T a[NR_LANES];
   NR_LANES_OUT(a, acc);
   for (int k = 0; i < n; i++, k++) {
@@ -242,7 +245,7 @@ static void NR_NAME(colsums)(double *gw, double *gb, const NR_T *const *dy, cons
 #endif
 
 /* sum of x, in double (the mean of data far from 0 stays exact): NR_T
- * lanes (NR_ILP sets, see above) for at most NR_BLOCK elements, then into
+ * lanes (NR_ILP sets, see sumsq) for at most NR_BLOCK elements, then into
  * double lanes.  Converting every element to double was the costlier half
  * of LayerNorm's forward (two converts and an insert per 8 floats).  A
  * lane adds at most NR_BLOCK / (NR_ILP * NR_LANES) = 128 floats before
@@ -261,7 +264,7 @@ static double NR_NAME(sum)(const NR_T *x, int64_t n) {
         NR_LOAD(v, x + i + j * NR_VW);
         acc[j] += v;
       }
-    _Pragma("GCC unroll 8") for (int j = NR_NV; j < NR_ILP * NR_NV; j++) acc[j % NR_NV] += acc[j];
+    NR_ADD_SETS(acc, NR_ILP);
     NR_TO_DOUBLE(d, acc);
   }
   if (i + NR_LANES <= n) { /* fewer than NR_ILP lane sets left */
