@@ -159,20 +159,33 @@ typedef struct ijob {
   int check_finite;
 } ijob;
 
-/* 1 when x * 0 is not 0 for one of n elements at p (an inf or NaN). */
+/* 1 when one of n elements at p (es bytes apart) is inf or NaN (x * 0 is
+ * not 0): its exponent bits are all ones.  An integer test, OR-ed over the
+ * run, which vectorises; the float form (z += x * 0) was a serial chain of
+ * adds, 4 cycles an element, and most of the weight gradient's padded copy
+ * (8% of the CNN example's training step on Zen 4). */
+#define NONFINITE_RUN(U, MASK)                                                                 \
+  do {                                                                                       \
+    U any = 0;                                                                               \
+    if (es == (int64_t)sizeof(U)) {                                                          \
+      const U *v = (const U *)(const void *)p;                                               \
+      for (int64_t i = 0; i < n; i++) any |= (U)((v[i] & (MASK)) == (MASK));                 \
+    } else {                                                                                 \
+      for (int64_t i = 0; i < n; i++) {                                                      \
+        U v;                                                                                 \
+        memcpy(&v, p + i * es, sizeof v);                                                    \
+        any |= (U)((v & (MASK)) == (MASK));                                                  \
+      }                                                                                      \
+    }                                                                                        \
+    return any != 0;                                                                         \
+  } while (0)
+
 static int nonfinite_run(nrt_dtype t, const char *p, int64_t n, int64_t es) {
-  if (t == NRT_FLOAT64) {
-    double z = 0;
-    for (int64_t i = 0; i < n; i++) z += nk_read_f64(p + i * es) * 0.0;
-    return z != 0;
-  }
-  float z = 0;
-  if (t == NRT_BFLOAT16)
-    for (int64_t i = 0; i < n; i++) z += nk_bf16_to_f32(nk_read_u16(p + i * es)) * 0.0f;
-  else
-    for (int64_t i = 0; i < n; i++) z += nk_read_f32(p + i * es) * 0.0f;
-  return z != 0;
+  if (t == NRT_FLOAT64) NONFINITE_RUN(uint64_t, UINT64_C(0x7FF0000000000000));
+  if (t == NRT_BFLOAT16) NONFINITE_RUN(uint16_t, (uint16_t)0x7F80);
+  NONFINITE_RUN(uint32_t, UINT32_C(0x7F800000));
 }
+#undef NONFINITE_RUN
 
 /* Copies a run of bytes (a multiple of 2).  Rows of small convolutions
  * are short (32 bytes at 8x8 outputs) and memcpy of a run-time size is a
@@ -189,6 +202,20 @@ static inline void copy_run(char *restrict d, const char *restrict s, size_t byt
   if (i + 8 <= bytes) __builtin_memcpy(d + i, s + i, 8), i += 8;
   if (i + 4 <= bytes) __builtin_memcpy(d + i, s + i, 4), i += 4;
   if (i + 2 <= bytes) __builtin_memcpy(d + i, s + i, 2);
+}
+
+/* Zeroes a run of bytes (a multiple of 2), for the same reason. */
+static inline void zero_run(char *d, size_t bytes) {
+  if (bytes > 256) {
+    memset(d, 0, bytes);
+    return;
+  }
+  size_t i = 0;
+  for (; i + 32 <= bytes; i += 32) __builtin_memset(d + i, 0, 32);
+  if (i + 16 <= bytes) __builtin_memset(d + i, 0, 16), i += 16;
+  if (i + 8 <= bytes) __builtin_memset(d + i, 0, 8), i += 8;
+  if (i + 4 <= bytes) __builtin_memset(d + i, 0, 4), i += 4;
+  if (i + 2 <= bytes) __builtin_memset(d + i, 0, 2);
 }
 
 /* Strided: sample n0 + b's share of every phase of channel c's region <-
@@ -262,19 +289,28 @@ static void pad_task(void *arg, int64_t begin, int64_t end, int worker) {
       bad |= pad_phases(j, c, b);
       continue;
     }
+    /* every element written once: a padding row zeroed, a data row's left
+     * padding zeroed and its data copied (a memset of the whole plane
+     * first wrote most of it twice) */
     char *dst = j->xp + (c * j->region + b * ig->plane) * ces;
-    const int64_t span = b == j->nb - 1 ? j->region - b * ig->plane : ig->plane;
-    memset(dst, 0, (size_t)(span * ces));
     const char *src = j->src.data + (j->n0 + b) * j->src.sa + c * j->src.sb;
-    for (int64_t i0 = 0; i0 < ig->in[0]; i0++)
-      for (int64_t i1 = 0; i1 < ig->in[1]; i1++) {
+    const int64_t n = ig->in[2], ss = j->src.sp[2], p2 = ig->p[2], row = ig->pd[2] * ces;
+    for (int64_t g0 = 0; g0 < ig->pd[0]; g0++)
+      for (int64_t g1 = 0; g1 < ig->pd[1]; g1++, dst += row) {
+        const int64_t i0 = g0 - ig->p[0], i1 = g1 - ig->p[1];
+        if (i0 < 0 || i1 < 0) {
+          zero_run(dst, (size_t)row);
+          continue;
+        }
+        zero_run(dst, (size_t)(p2 * ces));
         const char *s = src + i0 * j->src.sp[0] + i1 * j->src.sp[1];
-        char *d = dst + (((i0 + ig->p[0]) * ig->pd[1] + i1 + ig->p[1]) * ig->pd[2] + ig->p[2]) * ces;
-        const int64_t n = ig->in[2], ss = j->src.sp[2];
+        char *d = dst + p2 * ces;
         if (ss == ces) copy_run(d, s, (size_t)(n * ces));
         else for (int64_t i = 0; i < n; i++) memcpy(d + i * ces, s + i * ss, (size_t)ces);
-        if (j->check_finite) bad |= nonfinite_run(j->xt, d, n, ces); /* x * 0: 0 unless inf/NaN */
+        if (j->check_finite) bad |= nonfinite_run(j->xt, d, n, ces);
       }
+    /* the last sample's unit also zeroes the region's tail */
+    if (b == j->nb - 1) memset(dst, 0, (size_t)((j->region - (b + 1) * ig->plane) * ces));
   }
   if (bad) __atomic_store_n(&j->nonfinite, 1, __ATOMIC_RELAXED);
 }
