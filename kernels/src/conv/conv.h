@@ -20,6 +20,7 @@ typedef struct conv_geom {
  * malloc'ed copy it lives in when it had to be copied. */
 typedef struct cview {
   char *data;
+  nrt_dtype t; /* the dtype data holds: the operand's, or the copy's */
   int64_t sa, sb, sp[3], sl;
   int64_t size[5];
   void *owned;
@@ -46,7 +47,9 @@ static inline nrt_operand mat3(char *data, nrt_dtype t, int64_t b, int64_t r, in
  * with non-finite values, as implicit GEMMs (conv_implicit.c).  x, w, y
  * (and b, bias, may have data NULL) are views as conv.c makes them: the
  * mode's inputs in the operand type ot (ct, or bfloat16 for the
- * dot-product GEMM), its output and the bias in the accumulation type ct.
+ * dot-product GEMM), its output and the bias in the accumulation type ct;
+ * or, with ot == ct == float32, x and y in their own 16-bit dtype (cview.t),
+ * which the padded copy widens and the output scatter rounds.
  * Returns 1 when done, 0 when the shape or the values are not for it
  * (nothing written then, conv.c goes on with im2col), -1 after
  * nrt_exec_fail. */

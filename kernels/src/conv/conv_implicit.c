@@ -39,6 +39,7 @@
 
 #include "conv/conv.h"
 #include "common/dtype_convert.h"
+#include "common/half_rows.h"
 #include "gemm/gemm.h"
 #include "common/kernel_entries.h"
 #include "common/nd_iter.h"
@@ -141,6 +142,7 @@ static void tap_offsets(const igeom *ig, int64_t nb, int64_t ces, int64_t *off) 
  * data + n * sa + c * sb + i0 * sp[0] + i1 * sp[1] + i2 * sp[2]. */
 typedef struct side {
   char *data;
+  nrt_dtype t; /* xp's / ys's type, or a 16-bit dtype they widen from and round to */
   int64_t sa, sb, sp[3];
 } side;
 
@@ -157,6 +159,7 @@ typedef struct ijob {
   const char *bias;    /* per output channel, bias_stride apart, or NULL */
   int64_t bias_stride;
   int check_finite;
+  nrt_dtype yst;       /* ys's type (dst's, unless dst is 16-bit and ys float32) */
 } ijob;
 
 /* 1 when one of n elements at p (es bytes apart) is inf or NaN (x * 0 is
@@ -218,6 +221,49 @@ static inline void zero_run(char *d, size_t bytes) {
   if (i + 2 <= bytes) __builtin_memset(d + i, 0, 2);
 }
 
+/* A 16-bit row of n elements at s (byte stride ss) widened into the float32
+ * row d.  Rows are short (16 elements at 16x16), so bfloat16 runs take an
+ * inline loop (a shift, vectorised) rather than a call of the row
+ * conversions per row, which cost more than the copies they replaced. */
+static void widen_run(nrt_dtype t, float *restrict d, const char *restrict s, int64_t ss, int64_t n) {
+  if (t == NRT_BFLOAT16 && ss == 2) {
+    const uint16_t *v = (const uint16_t *)(const void *)s;
+    uint32_t *o = (uint32_t *)(void *)d;
+    for (int64_t i = 0; i < n; i++) o[i] = (uint32_t)v[i] << 16;
+    return;
+  }
+  const float *v = nk_half_in(t, s, ss, n, d);
+  if (v != d) memcpy(d, v, (size_t)n * sizeof *d);
+}
+
+/* A row of n float32 values (+ bv when bias) rounded into a 16-bit row at
+ * dst (byte stride ds): the rounding of half_rows.h (c10's: to nearest
+ * even, bfloat16 NaN as 0x7FC0), bfloat16 runs inline and branch-free. */
+static void round_run(nrt_dtype t, char *restrict dst, int64_t ds, const float *restrict g, int64_t n,
+                      int bias, float bv) {
+  if (t == NRT_BFLOAT16 && ds == 2) {
+    uint16_t *o = (uint16_t *)(void *)dst;
+    for (int64_t i = 0; i < n; i++) {
+      const float f = bias ? g[i] + bv : g[i];
+      uint32_t u;
+      memcpy(&u, &f, 4);
+      const uint16_t r = (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+      o[i] = (u & 0x7FFFFFFFu) > 0x7F800000u ? (uint16_t)0x7FC0 : r;
+    }
+    return;
+  }
+  if (!bias) {
+    nk_half_out(t, dst, ds, n, g);
+    return;
+  }
+  float buf[256];
+  for (int64_t i0 = 0; i0 < n; i0 += 256) {
+    const int64_t m = n - i0 < 256 ? n - i0 : 256;
+    for (int64_t i = 0; i < m; i++) buf[i] = g[i0 + i] + bv;
+    nk_half_out(t, dst + i0 * ds, ds, m, buf);
+  }
+}
+
 /* Strided: sample n0 + b's share of every phase of channel c's region <-
  * the padded sample's every s-th element (zeros around it); 1 when the
  * weight gradient's check found an inf or NaN. */
@@ -251,7 +297,13 @@ static int pad_phases(const ijob *j, int64_t c, int64_t b) {
          * was a call per element), a gather gcc vectorises at unit stride */
         char *d = drow + (r2 * span + at[r2]) * es;
         const int64_t f = first[r2];
-        if (es == 4 && ss == 4) {
+        if (j->src.t == NRT_BFLOAT16 && j->xt == NRT_FLOAT32) { /* widened: float32 xp */
+          uint32_t *o = (uint32_t *)(void *)d;
+          for (int64_t i2 = f, q = 0; i2 < n; i2 += s2, q++) o[q] = (uint32_t)nk_read_u16(row + i2 * ss) << 16;
+        } else if (j->src.t != j->xt) { /* float16 */
+          float *o = (float *)(void *)d;
+          for (int64_t i2 = f, q = 0; i2 < n; i2 += s2, q++) o[q] = nk_load_f32(j->src.t, row + i2 * ss);
+        } else if (es == 4 && ss == 4) {
           const float *v = (const float *)(const void *)row;
           float *o = (float *)(void *)d;
           for (int64_t i2 = f, q = 0; i2 < n; i2 += s2, q++) o[q] = v[i2];
@@ -266,7 +318,7 @@ static int pad_phases(const ijob *j, int64_t c, int64_t b) {
           for (int64_t i2 = f, q = 0; i2 < n; i2 += s2, q++) o[q] = nk_read_f64(row + i2 * ss);
         }
       }
-      if (j->check_finite) bad |= nonfinite_run(j->xt, row, n, ss);
+      if (j->check_finite) bad |= nonfinite_run(j->src.t, row, n, ss);
       if (++r1 == ig->s[1]) r1 = 0, q1++;
     }
     if (++r0 == ig->s[0]) r0 = 0, q0++;
@@ -305,8 +357,13 @@ static void pad_task(void *arg, int64_t begin, int64_t end, int worker) {
         zero_run(dst, (size_t)(p2 * ces));
         const char *s = src + i0 * j->src.sp[0] + i1 * j->src.sp[1];
         char *d = dst + p2 * ces;
-        if (ss == ces) copy_run(d, s, (size_t)(n * ces));
-        else for (int64_t i = 0; i < n; i++) memcpy(d + i * ces, s + i * ss, (size_t)ces);
+        if (j->src.t != j->xt) /* widened as it is copied: float32 xp */
+          widen_run(j->src.t, (float *)(void *)d, s, ss, n);
+        else if (ss == ces) {
+          copy_run(d, s, (size_t)(n * ces));
+        } else {
+          for (int64_t i = 0; i < n; i++) memcpy(d + i * ces, s + i * ss, (size_t)ces);
+        }
         if (j->check_finite) bad |= nonfinite_run(j->xt, d, n, ces);
       }
     /* the last sample's unit also zeroes the region's tail */
@@ -322,17 +379,24 @@ static int64_t out_row_q(const igeom *ig, int64_t b, int64_t o0, int64_t o1) {
 
 /* Moves output channel o of sample b between its row of ys (the padded
  * grid's positions) and y (dst), output row by output row: to_y scatters
- * (adding the bias when there is one), else gathers. */
+ * (adding the bias when there is one), else gathers.  A 16-bit dst is
+ * rounded to / widened from ys's float32. */
 static void move_rows(const ijob *j, int64_t o, int64_t b, int to_y) {
   const igeom *ig = j->ig;
   const int64_t ces = j->ces, n = ig->out[2], ds = j->dst.sp[2];
+  const int wide = j->dst.t != j->yst;
   char *row = j->ys + o * j->q * ces;
   char *y = j->dst.data + (j->n0 + b) * j->dst.sa + o * j->dst.sb;
   for (int64_t o0 = 0; o0 < ig->out[0]; o0++)
     for (int64_t o1 = 0; o1 < ig->out[1]; o1++) {
       char *g = row + out_row_q(ig, b, o0, o1) * ces;
       char *t = y + o0 * j->dst.sp[0] + o1 * j->dst.sp[1];
-      if (to_y && j->bias && ces == 8) {
+      if (wide && to_y) {
+        const float bv = j->bias ? nk_read_f32(j->bias + o * j->bias_stride) : 0.0f;
+        round_run(j->dst.t, t, ds, (const float *)(const void *)g, n, j->bias != NULL, bv);
+      } else if (wide) {
+        widen_run(j->dst.t, (float *)(void *)g, t, ds, n);
+      } else if (to_y && j->bias && ces == 8) {
         const double bv = nk_read_f64(j->bias + o * j->bias_stride);
         for (int64_t i = 0; i < n; i++) nk_write_f64(t + i * ds, nk_read_f64(g + i * ces) + bv);
       } else if (to_y && j->bias) {
@@ -398,7 +462,7 @@ static int implicit_forward(nrt_exec_ctx *ctx, const igeom *ig, nrt_dtype ct, nr
   memset(xp + xp_elems * oes, 0, (size_t)(NK_GEMM_ROWS_SLACK * oes));
   for (int64_t n0 = 0; n0 < n; n0 += ig->nb) {
     const int64_t nb = n - n0 < ig->nb ? n - n0 : ig->nb, q = chunk_columns(ig, nb);
-    ijob j = {ig, ot, oes, ces, n0, nb, q, channel_region(ig, nb), x, xp, 0, y, ys, bias, bias_stride, 0};
+    ijob j = {ig, ot, oes, ces, n0, nb, q, channel_region(ig, nb), x, xp, 0, y, ys, bias, bias_stride, 0, ct};
     pad_chunk(&j);
     tap_offsets(ig, nb, oes, off);
     const nrt_operand ops[3] = {mat3(ys, ct, 1, ig->cout, q, 0, q * ces, ces),
@@ -454,7 +518,7 @@ static int implicit_weight_grad(nrt_exec_ctx *ctx, const igeom *ig, nrt_dtype ct
   }
   for (int64_t n0 = 0; n0 < n; n0 += ig->nb) {
     const int64_t nb = n - n0 < ig->nb ? n - n0 : ig->nb, q = chunk_columns(ig, nb);
-    ijob j = {ig, ot, oes, oes, n0, nb, q, channel_region(ig, nb), x, xp, 0, dy, ys, NULL, 0, 1};
+    ijob j = {ig, ot, oes, oes, n0, nb, q, channel_region(ig, nb), x, xp, 0, dy, ys, NULL, 0, 1, ot};
     pad_chunk(&j);
     if (j.nonfinite) {
       rc = 0;
@@ -485,7 +549,7 @@ done:
 }
 
 static side side_of(const cview *v, int64_t channel0) {
-  side s = {v->data + channel0 * v->sb, v->sa, v->sb, {v->sp[0], v->sp[1], v->sp[2]}};
+  side s = {v->data + channel0 * v->sb, v->t, v->sa, v->sb, {v->sp[0], v->sp[1], v->sp[2]}};
   return s;
 }
 
