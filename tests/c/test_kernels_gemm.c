@@ -9,7 +9,8 @@
  * (serial there; bit-identical to the pooled run), b given through row or
  * column offset tables (nk_gemm_operands_indirect: packed and unpacked, 8-
  * and 12-row kernels; bfloat16 b in k pairs through the tables, k odd and
- * even, adjacent and spread), mixed precision (bfloat16/float16 a and b
+ * even, adjacent and spread; bfloat16 b already in k pairs read in place,
+ * 8- and 12-row kernels, odd k with a zero high half), mixed precision (bfloat16/float16 a and b
  * into a float32 out, checked at float32 tolerance against the exact sum
  * of the 16-bit inputs: no intermediate 16-bit rounding), an addend
  * operand c (out = alpha a b + beta c: a full matrix, addmm's bias
@@ -26,7 +27,9 @@
 int nk_gemm_operands(nrt_exec_ctx *ctx, const nrt_operand ops[3], nk_scalar alpha, nk_scalar beta);
 typedef struct nk_gemm_indirect {
   const int64_t *b_rows, *b_cols;
+  int b_pair_rows;
 } nk_gemm_indirect;
+int nk_gemm_pair_rows(void);
 int nk_gemm_operands_indirect(nrt_exec_ctx *ctx, const nrt_operand ops[3], nk_scalar alpha,
                               nk_scalar beta, const nk_gemm_indirect *ind);
 #define ROWS_SLACK 64 /* NK_GEMM_ROWS_SLACK */
@@ -438,6 +441,73 @@ static void test_indirect(void) {
                        bks[(i + 2 * j) % 5], by_rows, (double)((i + j) % 2), 1 + (int)(j == 1));
 }
 
+/* bfloat16 b stored in k pairs (nk_gemm_indirect.b_pair_rows): pair p's
+ * words (column j at + 4 j, low half row 2p) at shuffled offsets, read in
+ * place by the dot-product rows kernel; into float32.  Odd K: the last
+ * pair's high half is 0 in b (and A's packing pads it with 0).  Where the
+ * CPU has no such kernel the product must fail, not read b as elements. */
+static void check_pair_rows(int64_t M, int64_t N, int64_t K, double beta) {
+  const int64_t P = (K + 1) / 2, gap = 5, line = N * 4 + gap * 4; /* bytes per pair line */
+  char *a = tk_alloc((size_t)(M * K * 2)), *out = tk_alloc((size_t)(M * N * 4 + 4));
+  char *b = tk_alloc((size_t)(P * line + ROWS_SLACK * 4));
+  int64_t *off = malloc(sizeof *off * (size_t)(P + 1));
+  double *va = malloc(sizeof *va * (size_t)(M * K + 1)), *vb = malloc(sizeof *vb * (size_t)(K * N + 1));
+  double *vo = malloc(sizeof *vo * (size_t)(M * N + 1));
+  memset(b, 0, (size_t)(P * line + ROWS_SLACK * 4));
+  for (int64_t q = 0; q < P; q++) off[q] = ((q * 7) % P) * line; /* a permutation of the lines */
+  for (int64_t i = 0; i < M * K; i++) {
+    va[i] = as_double(random_value(NRT_BFLOAT16));
+    tk_put(NRT_BFLOAT16, a + i * 2, (tk_value){0, 0, va[i]});
+  }
+  for (int64_t k = 0; k < K; k++)
+    for (int64_t j = 0; j < N; j++) {
+      vb[k * N + j] = as_double(random_value(NRT_BFLOAT16));
+      tk_put(NRT_BFLOAT16, b + off[k / 2] + j * 4 + (k % 2) * 2, (tk_value){0, 0, vb[k * N + j]});
+    }
+  for (int64_t i = 0; i < M * N; i++) {
+    vo[i] = as_double(random_value(NRT_FLOAT32));
+    tk_put(NRT_FLOAT32, out + i * 4, (tk_value){0, 0, vo[i]});
+  }
+  indirect_tables = (nk_gemm_indirect){off, NULL, 1};
+  indirect_beta = beta;
+  nrt_operand ops[3] = {tk_operand(out, NRT_FLOAT32, 3, (int64_t[]){1, M, N}, NULL),
+                        tk_operand(a, NRT_BFLOAT16, 3, (int64_t[]){1, M, K}, NULL),
+                        tk_operand(b, NRT_BFLOAT16, 3, (int64_t[]){1, K, N}, (int64_t[]){0, 0, 4})};
+  nrt_task task = tk_task((nk_kernel_id)K_INDIRECT, 3, ops, NULL, 0);
+  if (!nk_gemm_pair_rows()) {
+    CHECK(tk_run(&task) != NRT_SUCCESS);
+  } else {
+    CHECK_OK(tk_run(&task));
+    int bad = 0;
+    for (int64_t i = 0; i < M; i++)
+      for (int64_t j = 0; j < N; j++) {
+        long double acc = 0;
+        for (int64_t k = 0; k < K; k++) acc += (long double)va[i * K + k] * vb[k * N + j];
+        const double want = (double)acc + beta * vo[i * N + j];
+        float got;
+        memcpy(&got, out + (i * N + j) * 4, 4);
+        if (!(fabs(got - want) <= tolerance(NRT_FLOAT32, K) * 2 + tolerance(NRT_FLOAT32, 0))) {
+          if (!bad)
+            fprintf(stderr, "  pair rows m%lld n%lld k%lld [%lld,%lld]: got %g want %g\n", (long long)M,
+                    (long long)N, (long long)K, (long long)i, (long long)j, (double)got, want);
+          bad++;
+        }
+      }
+    CHECK(bad == 0);
+  }
+  indirect_tables = (nk_gemm_indirect){NULL, NULL, 0};
+  free(off), free(va), free(vb), free(vo);
+  tk_free(a), tk_free(b), tk_free(out);
+}
+
+static void test_pair_rows(void) {
+  /* 16 and 32 rows take the 8-row kernel, 12 and 40 the 12-row one; 70
+   * columns end in a part sliver; k odd, one pair, and past KC (40 here) */
+  static const int64_t ms[] = {16, 32, 12, 40, 5}, ns[] = {64, 70, 1}, ks[] = {144, 45, 2, 1, 81};
+  for (size_t i = 0; i < 5; i++)
+    for (size_t j = 0; j < 3; j++) check_pair_rows(ms[i], ns[j], ks[(i + j) % 5], (double)((i + j) % 2));
+}
+
 static void test_validation(void) {
   float buf[64] = {0};
   nrt_operand good[3] = {tk_operand(buf, NRT_FLOAT32, 3, (int64_t[]){1, 2, 3}, NULL),
@@ -487,6 +557,7 @@ static void tests(void) {
   test_plain_unpacked();
   test_nested_in_parallel_region();
   test_indirect();
+  test_pair_rows();
   test_mixed();
   test_layouts_and_dtypes();
   test_addend();

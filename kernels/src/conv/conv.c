@@ -633,7 +633,10 @@ static int bf16_operands_pay(const conv_geom *g, int mode, int use_direct) {
   if (env && *env) return env[0] != '0';
   if (!use_direct && implicit_pays(g, mode)) {
     const int64_t rows = mode == NK_CONV_BACKWARD_INPUT ? g->cg : g->og;
-    if (rows <= 32) return 0;
+    const int unit = g->s[0] == 1 && g->s[1] == 1 && g->s[2] == 1;
+    /* unless the pair kernel reads the padded input in place as channel
+     * pairs (conv_implicit.c; the forward and input gradient, stride 1) */
+    if (rows <= 32) return unit && mode != NK_CONV_BACKWARD_WEIGHT && nk_conv_pair_rows(rows);
   }
   return 1;
 }

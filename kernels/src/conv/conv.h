@@ -56,6 +56,11 @@ static inline nrt_operand mat3(char *data, nrt_dtype t, int64_t b, int64_t r, in
 int nk_conv_implicit(nrt_exec_ctx *ctx, int mode, const conv_geom *g, nrt_dtype ct, nrt_dtype ot,
                      const cview *x, const cview *w, const cview *y, const cview *b);
 
+/* 1 when a stride-1 implicit product of `rows` output rows reads
+ * bfloat16 operands in place as channel pairs (conv_implicit.c): few rows,
+ * and the dot-product kernel without AMX (nk_gemm_pair_rows). */
+int nk_conv_pair_rows(int64_t rows);
+
 /* The weight gradient's dot products for few output channels
  * (conv_dw_avx512_f32.c): tiles [t0, t1) of the (ceil(og / 4), ceil(ck / 6))
  * grid add acc[o][r] += sum_p dys[o * ldd + p] * x_r[p] over p < q, x_r at

@@ -463,12 +463,131 @@ static void rows_chunk(ijob *j, void (*task)(void *, int64_t, int64_t, int)) {
   nk_parallel_for(j->ig->cout * j->nb, grain, task, j);
 }
 
+/* ------------------------------------------------ bfloat16 channel pairs
+ * Few output channels in bfloat16 on AVX512_BF16: the dot-product kernel
+ * reads the padded input in place when xp holds channels in pairs, each
+ * 32-bit word (channel 2p, channel 2p + 1) at one grid position: then the
+ * col matrix's k pair (tap, channel pair) is a row of such words, xp
+ * shifted by the tap (nk_gemm_indirect.b_pair_rows), and the weight is
+ * reordered to the same k order (tap-major, channels inner, padded to an
+ * even count with zeros).  Without it such products widened everything to
+ * float32: the pair kernel packs B per call, which a product of 16-32 rows
+ * does not amortise (conv.c, bf16_operands_pay).  Stride 1 only. */
+#define NK_IMPLICIT_PAIR_MAX_ROWS 32
+
+int nk_conv_pair_rows(int64_t rows) {
+  return rows <= NK_IMPLICIT_PAIR_MAX_ROWS && nk_gemm_pair_rows();
+}
+
+/* Unit (cp, b): sample n0 + b's share of channel pair cp's region of xp
+ * (words) <- channels 2cp and 2cp + 1 (zeros past the last channel), zeros
+ * around them; the last sample's unit zeroes the region's tail. */
+static void pad_pairs_task(void *arg, int64_t begin, int64_t end, int worker) {
+  (void)worker;
+  ijob *j = arg;
+  const igeom *ig = j->ig;
+  for (int64_t u = begin; u < end; u++) {
+    const int64_t cp = u / j->nb, b = u % j->nb;
+    uint32_t *dst = (uint32_t *)(void *)j->xp + cp * j->region + b * ig->plane;
+    const char *s0 = j->src.data + (j->n0 + b) * j->src.sa + 2 * cp * j->src.sb;
+    const char *s1 = 2 * cp + 1 < ig->cin ? s0 + j->src.sb : NULL;
+    const int64_t n = ig->in[2], ss = j->src.sp[2], p2 = ig->p[2];
+    for (int64_t g0 = 0; g0 < ig->pd[0]; g0++)
+      for (int64_t g1 = 0; g1 < ig->pd[1]; g1++, dst += ig->pd[2]) {
+        const int64_t i0 = g0 - ig->p[0], i1 = g1 - ig->p[1];
+        if (i0 < 0 || i1 < 0) {
+          memset(dst, 0, (size_t)ig->pd[2] * 4);
+          continue;
+        }
+        memset(dst, 0, (size_t)p2 * 4);
+        const int64_t at = i0 * j->src.sp[0] + i1 * j->src.sp[1];
+        uint32_t *d = dst + p2;
+        if (ss == 2) {
+          const uint16_t *a = (const uint16_t *)(const void *)(s0 + at);
+          const uint16_t *c = s1 ? (const uint16_t *)(const void *)(s1 + at) : NULL;
+          if (c) for (int64_t i = 0; i < n; i++) d[i] = (uint32_t)a[i] | (uint32_t)c[i] << 16;
+          else for (int64_t i = 0; i < n; i++) d[i] = a[i];
+        } else {
+          for (int64_t i = 0; i < n; i++)
+            d[i] = (uint32_t)nk_read_u16(s0 + at + i * ss) |
+                   (s1 ? (uint32_t)nk_read_u16(s1 + at + i * ss) << 16 : 0);
+        }
+      }
+    if (b == j->nb - 1) memset(dst, 0, (size_t)(j->region - (b + 1) * ig->plane) * 4);
+  }
+}
+
+/* Byte offsets of the k pairs (tap, channel pair) in the pair-layout xp. */
+static void pair_tap_offsets(const igeom *ig, int64_t nb, int64_t *off) {
+  const int64_t region = channel_region(ig, nb), cp_n = (ig->cin + 1) / 2;
+  int64_t r = 0;
+  for (int64_t t0 = 0; t0 < ig->k[0]; t0++)
+    for (int64_t t1 = 0; t1 < ig->k[1]; t1++)
+      for (int64_t t2 = 0; t2 < ig->k[2]; t2++)
+        for (int64_t cp = 0; cp < cp_n; cp++, r++)
+          off[r] = (cp * region + (t0 * ig->d[0] * ig->pd[1] + t1 * ig->d[1]) * ig->pd[2] + t2 * ig->d[2]) * 4;
+}
+
+/* The weight (cout, ck; ck = (c, tap)) in the pairs' k order (tap, c), c
+ * padded to an even count with zeros: a (cout, kprod * 2 * cp_n) bfloat16
+ * matrix. */
+static void pair_weight(const igeom *ig, const char *w, int64_t wrs, int64_t wks, uint16_t *wr) {
+  const int64_t c2 = (ig->cin + 1) / 2 * 2, kk = ig->kprod * c2;
+  for (int64_t o = 0; o < ig->cout; o++)
+    for (int64_t t = 0; t < ig->kprod; t++)
+      for (int64_t c = 0; c < c2; c++)
+        wr[o * kk + t * c2 + c] = c < ig->cin ? nk_read_u16(w + o * wrs + (c * ig->kprod + t) * wks) : 0;
+}
+
+/* implicit_forward for bfloat16 operands in the pair layout. */
+static int pairs_forward(nrt_exec_ctx *ctx, const igeom *ig, nrt_dtype ct, int64_t n, side x,
+                         const char *w, int64_t wrs, int64_t wks, side y, const char *bias,
+                         int64_t bias_stride) {
+  const int64_t ces = (int64_t)nk_dtype_size(ct), cp_n = (ig->cin + 1) / 2;
+  const int64_t kk = ig->kprod * 2 * cp_n, pairs = ig->kprod * cp_n;
+  int rc = -1;
+  const int64_t xp_words = cp_n * channel_region(ig, ig->nb);
+  uint32_t *xp = nk_tmp_malloc((size_t)(xp_words + NK_GEMM_ROWS_SLACK) * 4);
+  char *ys = nk_tmp_malloc((size_t)(ig->cout * chunk_columns(ig, ig->nb) * ces + ces));
+  int64_t *off = nk_tmp_malloc((size_t)(pairs + 1) * sizeof *off);
+  uint16_t *wr = nk_tmp_malloc((size_t)(ig->cout * kk + 1) * 2);
+  if (!xp || !ys || !off || !wr) {
+    nrt_exec_fail(ctx, "conv: out of host memory for an implicit-GEMM chunk");
+    goto done;
+  }
+  memset(xp + xp_words, 0, (size_t)NK_GEMM_ROWS_SLACK * 4);
+  pair_weight(ig, w, wrs, wks, wr);
+  for (int64_t n0 = 0; n0 < n; n0 += ig->nb) {
+    const int64_t nb = n - n0 < ig->nb ? n - n0 : ig->nb, q = chunk_columns(ig, nb);
+    ijob j = {ig, NRT_BFLOAT16, 2, ces, n0, nb, q, channel_region(ig, nb), x, (char *)xp, 0, y, ys, bias,
+              bias_stride, 0, ct};
+    const int64_t work = ig->plane, grain = work >= 16384 ? 1 : 16384 / (work ? work : 1);
+    nk_parallel_for(cp_n * nb, grain, pad_pairs_task, &j);
+    pair_tap_offsets(ig, nb, off);
+    const nrt_operand ops[3] = {mat3(ys, ct, 1, ig->cout, q, 0, q * ces, ces),
+                                mat3((char *)wr, NRT_BFLOAT16, 1, ig->cout, kk, 0, kk * 2, 2),
+                                mat3((char *)xp, NRT_BFLOAT16, 1, kk, q, 0, 0, 4)};
+    const nk_gemm_indirect ind = {off, NULL, 1};
+    if (nk_gemm_operands_indirect(ctx, ops, (nk_scalar){1.0, 1}, (nk_scalar){0.0, 0}, &ind)) goto done;
+    rows_chunk(&j, scatter_task);
+  }
+  rc = 1;
+done:
+  nk_tmp_free(xp);
+  nk_tmp_free(ys);
+  nk_tmp_free(off);
+  nk_tmp_free(wr);
+  return rc;
+}
+
 /* y = conv(x) (+ bias) for every sample: w is (cout, ck) with row stride
  * wrs and k stride wks; x and w in the operand type ot, y (and ys, the
  * GEMM's output) and the bias in ct. */
 static int implicit_forward(nrt_exec_ctx *ctx, const igeom *ig, nrt_dtype ct, nrt_dtype ot, int64_t n,
                             side x, const char *w, int64_t wrs, int64_t wks, side y, const char *bias,
                             int64_t bias_stride) {
+  if (ot == NRT_BFLOAT16 && ig->phases == 1 && nk_conv_pair_rows(ig->cout))
+    return pairs_forward(ctx, ig, ct, n, x, w, wrs, wks, y, bias, bias_stride);
   const int64_t ces = (int64_t)nk_dtype_size(ct), oes = (int64_t)nk_dtype_size(ot);
   int rc = -1;
   /* xp ends in the slack the GEMM's unpacked B may read (gemm.h) */
@@ -489,7 +608,7 @@ static int implicit_forward(nrt_exec_ctx *ctx, const igeom *ig, nrt_dtype ct, nr
     const nrt_operand ops[3] = {mat3(ys, ct, 1, ig->cout, q, 0, q * ces, ces),
                                 mat3((char *)w, ot, 1, ig->cout, ig->ck, 0, wrs, wks),
                                 mat3(xp, ot, 1, ig->ck, q, 0, 0, oes)};
-    const nk_gemm_indirect ind = {off, NULL};
+    const nk_gemm_indirect ind = {off, NULL, 0};
     if (nk_gemm_operands_indirect(ctx, ops, (nk_scalar){1.0, 1}, (nk_scalar){0.0, 0}, &ind)) goto done;
     rows_chunk(&j, scatter_task);
   }
@@ -557,7 +676,7 @@ static int implicit_weight_grad(nrt_exec_ctx *ctx, const igeom *ig, nrt_dtype ct
     const nrt_operand ops[3] = {mat3(acc, ct, 1, ig->cout, ig->ck, 0, ig->ck * ces, ces),
                                 mat3(ys, ot, 1, ig->cout, q, 0, q * oes, oes),
                                 mat3(xp, ot, 1, q, ig->ck, 0, oes, 0)};
-    const nk_gemm_indirect ind = {NULL, off};
+    const nk_gemm_indirect ind = {NULL, off, 0};
     if (nk_gemm_operands_indirect(ctx, ops, (nk_scalar){1.0, 1}, (nk_scalar){1.0, 1}, &ind)) goto done;
   }
   rc = 1;

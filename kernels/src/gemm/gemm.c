@@ -158,7 +158,10 @@ static gemm_arch pick_arch(nk_class cls, int pairs, int64_t m) {
                         * torch CPU serial, 0.41-1.01x split; 320^3: 0.5-0.7x
                         * against 0.33-0.53x; 384^3 gains from the split) */
                        .serial_flops = 8e7};
-  if (pairs) return ARCH(12, 32, nk_gemm_ukr_avx512bf16_f32, NULL, NULL, NULL);
+  /* few rows: 8-row tiles where they pad less (as float32, below) */
+  if (pairs && m < 96 && round_up(m, 8) < round_up(m, 12))
+    return ARCH(8, 32, nk_gemm_ukr_avx512bf16_f32_m8, NULL, NULL, nk_gemm_ukr_rows_avx512bf16_f32_m8);
+  if (pairs) return ARCH(12, 32, nk_gemm_ukr_avx512bf16_f32, NULL, NULL, nk_gemm_ukr_rows_avx512bf16_f32);
   switch (cls) {
   case NK_CLASS_FLOAT:
     /* Few rows: 8-row tiles where they pad less than 12-row ones (16 rows
@@ -648,6 +651,10 @@ typedef struct panel {
   int64_t mc, n_ic, jr_chunk, n_jr_chunks;
 } panel;
 
+/* The entry of B's row table for k index p0 (a k block's start, even):
+ * rows, or their pairs (b_pair_rows). */
+static int64_t row_of(const gemm_plan *p, int64_t p0) { return p->ind.b_pair_rows ? p0 / 2 : p0; }
+
 static void pack_b_range(void *arg, int64_t begin, int64_t end, int worker) {
   (void)worker;
   const panel *pn = arg;
@@ -690,7 +697,7 @@ static void rows_first(const panel *pn, const char *a_pack, int worker, int64_t 
           const char *as = a_pack + (ir * pn->kp + q0 * mr) * es;
           char *dst = rb + ((ir - ig) * ld + jr - jb) * es;
           if (p->unpacked_b)
-            p->arch.ukr_rows(kq, as, pn->bt.data + (pn->j0 + jr) * es, pn->bt.coff + pn->p0 + q0,
+            p->arch.ukr_rows(kq, as, pn->bt.data + (pn->j0 + jr) * es, pn->bt.coff + row_of(p, pn->p0) + q0,
                              dst, ld, p->one, beta);
           else
             p->arch.ukr(kq, as, pn->buf->b_panel + (jr * pn->kp + q0 * nr) * es, dst, ld, p->one,
@@ -749,7 +756,7 @@ static void compute_range(void *arg, int64_t begin, int64_t end, int worker) {
       const char *bs = pn->buf->b_panel + (size_t)(jr * pn->kp) * es;
       /* unpacked: the sliver's k steps in place (matrix bt's rows adjacent) */
       const char *bbase = pn->bt.data + (pn->j0 + jr) * (int64_t)es;
-      const int64_t *boff = p->unpacked_b ? pn->bt.coff + pn->p0 : NULL;
+      const int64_t *boff = p->unpacked_b ? pn->bt.coff + row_of(p, pn->p0) : NULL;
       char *cj = c + (jr - jb) * (int64_t)es;
       for (int64_t ir = 0; ir < rows; ir += mr) {
         const int64_t r = rows - ir < mr ? rows - ir : mr;
@@ -1136,6 +1143,8 @@ static void batch_range(void *arg, int64_t begin, int64_t end, int worker) {
 
 int nk_gemm_bf16_dot(void) { return has_bf16_dot(); }
 
+int nk_gemm_pair_rows(void) { return has_bf16_dot() && !nk_cpu_has_amx_bf16(); }
+
 static int gemm_run(nrt_exec_ctx *ctx, const nrt_operand ops[3], const nrt_operand *c,
                     nk_scalar alpha, nk_scalar beta, const nk_gemm_indirect *ind);
 
@@ -1193,6 +1202,15 @@ static int gemm_run(nrt_exec_ctx *ctx, const nrt_operand ops[3], const nrt_opera
      * float64 only: bfloat16 B is always packed (in k pairs, or widened),
      * since the rows kernels read the compute type in place. */
     plan.unpacked_b = ind->b_rows && !ind->b_cols && b_readable_in_place(&plan);
+    if (ind->b_pair_rows) {
+      if (!plan.pairs || !plan.arch.ukr_rows || !ind->b_rows || ind->b_cols ||
+          ops[2].dtype != NRT_BFLOAT16) {
+        nrt_exec_fail(ctx, "gemm: a B in k pairs needs bfloat16 operands, the dot-product kernel "
+                      "without AMX and a row table alone");
+        return -1;
+      }
+      plan.unpacked_b = 1;
+    }
   }
   const int plain_unpacked = !plan.ind.b_rows && !plan.ind.b_cols && small_unpacked(&plan);
   const gemm_plan *p = &plan;

@@ -51,7 +51,17 @@ int nk_gemm_bf16_dot(void);
 #define NK_GEMM_ROWS_SLACK 64
 typedef struct nk_gemm_indirect {
   const int64_t *b_rows, *b_cols;
+  /* bfloat16 b already in k pairs (nk_gemm_pair_rows() must be true):
+   * b_rows[p] is the byte offset of pair p (rows 2p and 2p + 1), whose
+   * column j is the 32-bit word at + 4 j (low half row 2p); b_cols NULL.
+   * Read in place by the dot-product rows kernel, with the same slack. */
+  int b_pair_rows;
 } nk_gemm_indirect;
+
+/* 1 when a bfloat16 product can read a B stored in k pairs in place
+ * (nk_gemm_indirect.b_pair_rows): the AVX512_BF16 dot-product kernel
+ * without AMX (whose tiles have no rows form). */
+int nk_gemm_pair_rows(void);
 int nk_gemm_operands_indirect(nrt_exec_ctx *ctx, const nrt_operand ops[3], nk_scalar alpha,
                               nk_scalar beta, const nk_gemm_indirect *ind);
 
@@ -86,6 +96,12 @@ void nk_gemm_ukr_avx2_f64(int64_t, const void *, const void *, void *, int64_t, 
 /* AVX512_BF16 bfloat16 12x32: a and b packed in k pairs (two bfloat16 per
  * 32-bit word), kc counting pairs; c float32. */
 void nk_gemm_ukr_avx512bf16_f32(int64_t, const void *, const void *, void *, int64_t, const void *, const void *);
+void nk_gemm_ukr_avx512bf16_f32_m8(int64_t, const void *, const void *, void *, int64_t, const void *,
+                                   const void *);
+void nk_gemm_ukr_rows_avx512bf16_f32(int64_t, const void *, const char *, const int64_t *, void *, int64_t,
+                                     const void *, const void *);
+void nk_gemm_ukr_rows_avx512bf16_f32_m8(int64_t, const void *, const char *, const int64_t *, void *,
+                                        int64_t, const void *, const void *);
 /* AMX bfloat16 32x32 and 16x32 (gemm_amx_bf16.c): A packed in k pairs in
  * tile order, B as above, kc (pairs) a multiple of 16; called between
  * nk_gemm_amx_begin (loads the tile configuration) and nk_gemm_amx_end. */

@@ -9,13 +9,22 @@
  * (oneDNN) uses the same instruction for bfloat16 matmul.  Like it, the
  * instruction treats denormal inputs and results as zero and rounds to
  * nearest even; the sum is float32 and is rounded to bfloat16 once, on
- * store (gemm.c's workspace path). */
+ * store (gemm.c's workspace path).
+ *
+ * The rows form reads B in place, a pair row at a time: b_rows[p] points at
+ * pair p's words, column j's at + 4 j (gemm.h, nk_gemm_indirect's
+ * b_pair_rows: an implicit convolution's input stored channel pairs
+ * interleaved).  gemm_avx512bf16_f32_m8.c builds the same with 8 rows. */
 #include <immintrin.h>
 
+#ifndef MR
+#define MR 12
+#define UKR_NAME nk_gemm_ukr_avx512bf16_f32
+#define UKR_ROWS_NAME nk_gemm_ukr_rows_avx512bf16_f32
+#endif
 #define ET float
 #define VT __m512
 #define LANES 16
-#define MR 12
 #define NV 2
 #define V_LOAD(p) _mm512_loadu_ps(p)
 #define V_STORE(p, v) _mm512_storeu_ps(p, v)
@@ -26,5 +35,4 @@
 #define V_MUL(a, b) _mm512_mul_ps(a, b)
 #define V_ADD(a, b) _mm512_add_ps(a, b)
 #define V_REDUCE(v) _mm512_reduce_add_ps(v)
-#define UKR_NAME nk_gemm_ukr_avx512bf16_f32
 #include "gemm/gemm_simd.h"
