@@ -817,14 +817,18 @@ int nk_conv_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
    * stream's worker alone (a bfloat16 16->16 3x3 forward at 16x16, batch
    * 32, took 1.45x the float32 one).  Returns here unless the implicit
    * path declines the shape (then the working copies below). */
-  if (t != ct && ot == ct && ct == NRT_FLOAT32 && !use_direct && implicit_pays(&g, mode)) {
+  /* The same for bfloat16 operands of the dot-product kernel (their
+   * input is read as it is): the output's float32 working copy goes. */
+  const int fold_in = t != ct && ot == ct && ct == NRT_FLOAT32;
+  const int fold_out = t == NRT_BFLOAT16 && ot == t && mode != NK_CONV_BACKWARD_WEIGHT;
+  if ((fold_in || fold_out) && !use_direct && implicit_pays(&g, mode)) {
     cview rx, ry, rw, rb;
     memset(&rb, 0, sizeof rb);
     int done = -1;
     /* dtype t itself: views of the operands, never copies */
     if (view_make(ctx, xo, nd, t, 0, 2, 0, 0, &rx) || view_make(ctx, yo, nd, t, 0, 2, 0, 0, &ry))
       return -1;
-    if (view_make(ctx, wo, nd, ct, 1, 1, mode == NK_CONV_BACKWARD_WEIGHT, 0, &rw)) return -1;
+    if (view_make(ctx, wo, nd, ot, 1, 1, mode == NK_CONV_BACKWARD_WEIGHT, 0, &rw)) return -1;
     if (bo) {
       nrt_operand b3 = *bo;
       b3.ndim = 3;
@@ -834,7 +838,7 @@ int nk_conv_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
     }
     done = nk_conv_implicit(ctx, mode, &g, ct, ot, &rx, &rw, &ry, bo ? &rb : NULL);
   out16:
-    if (done == 1) view_finish(wo, nd, ct, &rw); /* the weight gradient's rounding */
+    if (done == 1) view_finish(wo, nd, ot, &rw); /* the weight gradient's rounding */
     else nk_tmp_free(rw.owned);
     nk_tmp_free(rb.owned);
     if (done) return done < 0 ? -1 : 0;

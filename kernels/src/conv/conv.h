@@ -57,7 +57,7 @@ int nk_conv_implicit(nrt_exec_ctx *ctx, int mode, const conv_geom *g, nrt_dtype 
                      const cview *x, const cview *w, const cview *y, const cview *b);
 
 /* 1 when a stride-1 implicit product of `rows` output rows reads
- * bfloat16 operands in place as channel pairs (conv_implicit.c): few rows,
+ * bfloat16 operands in place as channel pairs (conv_implicit.c): <= 128 rows,
  * and the dot-product kernel without AMX (nk_gemm_pair_rows). */
 int nk_conv_pair_rows(int64_t rows);
 

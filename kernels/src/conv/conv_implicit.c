@@ -470,10 +470,14 @@ static void rows_chunk(ijob *j, void (*task)(void *, int64_t, int64_t, int)) {
  * col matrix's k pair (tap, channel pair) is a row of such words, xp
  * shifted by the tap (nk_gemm_indirect.b_pair_rows), and the weight is
  * reordered to the same k order (tap-major, channels inner, padded to an
- * even count with zeros).  Without it such products widened everything to
- * float32: the pair kernel packs B per call, which a product of 16-32 rows
- * does not amortise (conv.c, bf16_operands_pay).  Stride 1 only. */
-#define NK_IMPLICIT_PAIR_MAX_ROWS 32
+ * even count with zeros).  Without it products of 16-32 rows widened
+ * everything to float32 (the pair kernel packed B per call, which so few
+ * row tiles do not amortise: conv.c, bf16_operands_pay), and larger ones
+ * packed B through the tap table.  Up to 128 rows (like float32's unpacked
+ * B, gemm.c): batch 32, 64->64 3x3 @16 forward 2.17 -> 1.83 ms, @32 8.9 ->
+ * 7.2 ms, 128->128 @8 the same; 256 rows lost up to 5% at 14x14.  Stride 1
+ * only. */
+#define NK_IMPLICIT_PAIR_MAX_ROWS 128
 
 int nk_conv_pair_rows(int64_t rows) {
   return rows <= NK_IMPLICIT_PAIR_MAX_ROWS && nk_gemm_pair_rows();
