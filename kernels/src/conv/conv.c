@@ -614,20 +614,20 @@ static int implicit_pays(const conv_geom *g, int mode) {
 }
 
 /* Whether a bfloat16 convolution on AVX512_BF16 hands its operands to the
- * dot-product GEMM as bfloat16 (else they are widened to float32 copies).
+ * dot-product kernels as bfloat16 (else they are widened to float32).
  * Everywhere except implicit-GEMM products of at most 32 rows (the
  * forward's and weight gradient's output channels, the input gradient's
- * input channels; the CNN example's 16/32-channel layers): there the
- * float32 GEMM reads its B operand (the padded grid) unpacked with 8-row
- * tiles (gemm.c: NK_GEMM_UNPACKED_MAX_ROWS) and the weight gradient of <= 32 channels
- * uses conv_dw_avx512_f32.c's dot products, while the pair kernel is 12
- * rows high (a 16-row product pays for 24) and packs B through the offset
- * tables for only a tile or three of rows.  Measured single-threaded,
- * interleaved, batch 32: 16->16 and 32->32 channels 1.3-1.8x slower per
- * pass than widening, the weight gradient included; from 64 channels up,
- * and on the im2col and 1x1 paths, bfloat16 operands are 1.2-2.5x
- * faster.  TORCHNEURON_CONV_BF16_DOT=1 / 0 forces bfloat16 operands /
- * widening wherever the CPU allows (tests of both ways, tuning). */
+ * input channels; the CNN example's 16/32-channel layers) that cannot read
+ * channel pairs in place (strided, or an AMX machine: nk_conv_pair_rows):
+ * there the pair kernel would pack B for only a tile or three of rows, and
+ * widening measured 1.3-1.8x faster (batch 32, 16->16 and 32->32).  With
+ * channel pairs read in place (conv_implicit.c) bfloat16 operands are
+ * faster again: 16->16 3x3 @16 forward 0.31 -> 0.21 ms.  The weight
+ * gradient of <= 32 channels takes the bfloat16 dot products
+ * (conv_dw_avx512bf16_f32.c: backward 0.50 -> 0.42 ms there).  From 64
+ * channels up, and on the im2col and 1x1 paths, bfloat16 operands were
+ * 1.2-2.5x faster.  TORCHNEURON_CONV_BF16_DOT=1 / 0 forces bfloat16
+ * operands / widening wherever the CPU allows (tests of both ways, tuning). */
 static int bf16_operands_pay(const conv_geom *g, int mode, int use_direct) {
   const char *env = getenv("TORCHNEURON_CONV_BF16_DOT");
   if (env && *env) return env[0] != '0';
@@ -635,8 +635,9 @@ static int bf16_operands_pay(const conv_geom *g, int mode, int use_direct) {
     const int64_t rows = mode == NK_CONV_BACKWARD_INPUT ? g->cg : g->og;
     const int unit = g->s[0] == 1 && g->s[1] == 1 && g->s[2] == 1;
     /* unless the pair kernel reads the padded input in place as channel
-     * pairs (conv_implicit.c; the forward and input gradient, stride 1) */
-    if (rows <= 32) return unit && mode != NK_CONV_BACKWARD_WEIGHT && nk_conv_pair_rows(rows);
+     * pairs (conv_implicit.c; the forward and input gradient, stride 1);
+     * the weight gradient's dot products read bfloat16 as it is */
+    if (rows <= 32) return mode == NK_CONV_BACKWARD_WEIGHT || (unit && nk_conv_pair_rows(rows));
   }
   return 1;
 }

@@ -68,6 +68,11 @@ int nk_conv_pair_rows(int64_t rows);
 void nk_conv_dw_dots_avx512_f32(const float *dys, int64_t ldd, const char *xp, const int64_t *off,
                                 const float *zeros, int64_t q, int64_t og, int64_t ck, float *acc,
                                 int64_t t0, int64_t t1);
+/* The same over bfloat16 dys and xp (conv_dw_avx512bf16_f32.c, AVX512_BF16);
+ * zeros holds >= q + 32 zero bfloat16 values. */
+void nk_conv_dw_dots_avx512bf16(const uint16_t *dys, int64_t ldd, const char *xp, const int64_t *off,
+                                const uint16_t *zeros, int64_t q, int64_t og, int64_t ck, float *acc,
+                                int64_t t0, int64_t t1);
 #define NK_CONV_DW_TILE_O 4
 #define NK_CONV_DW_TILE_R 6
 

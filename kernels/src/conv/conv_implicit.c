@@ -632,13 +632,19 @@ typedef struct dots_job {
   const float *zeros;
   int64_t og, ck;
   float *acc;
+  int bf16; /* dys and xp in bfloat16 (the AVX512_BF16 dot products) */
 } dots_job;
 
 static void dots_task(void *arg, int64_t begin, int64_t end, int worker) {
   (void)worker;
   const dots_job *d = arg;
-  nk_conv_dw_dots_avx512_f32((const float *)(const void *)d->dys, d->q, d->xp, d->off, d->zeros,
-                             d->q, d->og, d->ck, d->acc, begin, end);
+  if (d->bf16)
+    nk_conv_dw_dots_avx512bf16((const uint16_t *)(const void *)d->dys, d->q, d->xp, d->off,
+                               (const uint16_t *)(const void *)d->zeros, d->q, d->og, d->ck, d->acc,
+                               begin, end);
+  else
+    nk_conv_dw_dots_avx512_f32((const float *)(const void *)d->dys, d->q, d->xp, d->off, d->zeros,
+                               d->q, d->og, d->ck, d->acc, begin, end);
 }
 
 /* acc (cout, ck, contiguous, ct) += dy (cout channels) x col(x)^T over
@@ -652,9 +658,10 @@ static int implicit_weight_grad(nrt_exec_ctx *ctx, const igeom *ig, nrt_dtype ct
   char *ys = nk_tmp_malloc((size_t)(ig->cout * chunk_columns(ig, ig->nb) * oes + oes));
   int64_t *off = nk_tmp_malloc((size_t)(ig->ck + 1) * sizeof *off);
   /* Few output channels on AVX-512: dot products, no packing (see
-   * conv_dw_avx512_f32.c); zeros is their padding row.  float32 operands
-   * only (bfloat16 ones take the dot-product GEMM). */
-  const int dots = ot == NRT_FLOAT32 && ig->cout <= 32 && nk_cpu_isa() == NK_ISA_AVX512;
+   * conv_dw_avx512_f32.c); zeros is their padding row.  float32 operands,
+   * or bfloat16 ones on AVX512_BF16 (conv_dw_avx512bf16_f32.c). */
+  const int dots_bf16 = ot == NRT_BFLOAT16 && ig->cout <= 32 && nk_gemm_bf16_dot();
+  const int dots = (ot == NRT_FLOAT32 && ig->cout <= 32 && nk_cpu_isa() == NK_ISA_AVX512) || dots_bf16;
   float *zeros = dots ? nk_tmp_calloc((size_t)(chunk_columns(ig, ig->nb) + 16), sizeof(float)) : NULL;
   if (!xp || !ys || !off || (dots && !zeros)) {
     nrt_exec_fail(ctx, "conv: out of host memory for an implicit-GEMM chunk");
@@ -671,7 +678,7 @@ static int implicit_weight_grad(nrt_exec_ctx *ctx, const igeom *ig, nrt_dtype ct
     rows_chunk(&j, gather_task);
     tap_offsets(ig, nb, oes, off);
     if (zeros) {
-      dots_job dj = {ys, q, xp, off, zeros, ig->cout, ig->ck, (float *)(void *)acc};
+      dots_job dj = {ys, q, xp, off, zeros, ig->cout, ig->ck, (float *)(void *)acc, dots_bf16};
       const int64_t tiles = (ig->cout + NK_CONV_DW_TILE_O - 1) / NK_CONV_DW_TILE_O *
                             ((ig->ck + NK_CONV_DW_TILE_R - 1) / NK_CONV_DW_TILE_R);
       nk_parallel_for(tiles, 1, dots_task, &dj);
