@@ -618,7 +618,8 @@ static int implicit_pays(const conv_geom *g, int mode) {
  * Everywhere except implicit-GEMM products of at most 32 rows (the
  * forward's and weight gradient's output channels, the input gradient's
  * input channels; the CNN example's 16/32-channel layers) that cannot read
- * channel pairs in place (strided, or an AMX machine: nk_conv_pair_rows):
+ * channel pairs in place (a strided input gradient, or an AMX machine:
+ * nk_conv_pair_rows):
  * there the pair kernel would pack B for only a tile or three of rows, and
  * widening measured 1.3-1.8x faster (batch 32, 16->16 and 32->32).  With
  * channel pairs read in place (conv_implicit.c) bfloat16 operands are
@@ -635,9 +636,10 @@ static int bf16_operands_pay(const conv_geom *g, int mode, int use_direct) {
     const int64_t rows = mode == NK_CONV_BACKWARD_INPUT ? g->cg : g->og;
     const int unit = g->s[0] == 1 && g->s[1] == 1 && g->s[2] == 1;
     /* unless the pair kernel reads the padded input in place as channel
-     * pairs (conv_implicit.c; the forward and input gradient, stride 1);
+     * pairs (conv_implicit.c; the forward, and the input gradient at stride 1);
      * the weight gradient's dot products read bfloat16 as it is */
-    if (rows <= 32) return mode == NK_CONV_BACKWARD_WEIGHT || (unit && nk_conv_pair_rows(rows));
+    if (rows <= 32)
+      return mode == NK_CONV_BACKWARD_WEIGHT || ((unit || mode == NK_CONV_FORWARD) && nk_conv_pair_rows(rows));
   }
   return 1;
 }

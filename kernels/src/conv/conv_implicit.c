@@ -521,15 +521,41 @@ static void pad_pairs_task(void *arg, int64_t begin, int64_t end, int worker) {
   }
 }
 
-/* Byte offsets of the k pairs (tap, channel pair) in the pair-layout xp. */
+/* Byte offsets of the k pairs (tap, channel pair) in the pair-layout xp:
+ * tap_offsets' positions (phase and shift per dim), in words. */
 static void pair_tap_offsets(const igeom *ig, int64_t nb, int64_t *off) {
   const int64_t region = channel_region(ig, nb), cp_n = (ig->cin + 1) / 2;
   int64_t r = 0;
   for (int64_t t0 = 0; t0 < ig->k[0]; t0++)
     for (int64_t t1 = 0; t1 < ig->k[1]; t1++)
-      for (int64_t t2 = 0; t2 < ig->k[2]; t2++)
-        for (int64_t cp = 0; cp < cp_n; cp++, r++)
-          off[r] = (cp * region + (t0 * ig->d[0] * ig->pd[1] + t1 * ig->d[1]) * ig->pd[2] + t2 * ig->d[2]) * 4;
+      for (int64_t t2 = 0; t2 < ig->k[2]; t2++) {
+        const int64_t a0 = t0 * ig->d[0], a1 = t1 * ig->d[1], a2 = t2 * ig->d[2];
+        const int64_t phase = ((a0 % ig->s[0]) * ig->s[1] + a1 % ig->s[1]) * ig->s[2] + a2 % ig->s[2];
+        const int64_t at = phase * nb * ig->plane +
+                           ((a0 / ig->s[0]) * ig->pd[1] + a1 / ig->s[1]) * ig->pd[2] + a2 / ig->s[2];
+        for (int64_t cp = 0; cp < cp_n; cp++, r++) off[r] = (cp * region + at) * 4;
+      }
+}
+
+/* Strided: the channels padded into their phase grids one by one (xp16,
+ * pad_phases' layout), then interleaved in pairs: channel pair cp's words
+ * [begin, end) of the region. */
+typedef struct interleave_job {
+  const uint16_t *xp16;
+  uint32_t *xp;
+  int64_t cin, region;
+} interleave_job;
+
+static void interleave_task(void *arg, int64_t begin, int64_t end, int worker) {
+  (void)worker;
+  const interleave_job *ij = arg;
+  for (int64_t cp = begin; cp < end; cp++) {
+    const uint16_t *a = ij->xp16 + 2 * cp * ij->region;
+    const uint16_t *c = 2 * cp + 1 < ij->cin ? a + ij->region : NULL;
+    uint32_t *d = ij->xp + cp * ij->region;
+    if (c) for (int64_t i = 0; i < ij->region; i++) d[i] = (uint32_t)a[i] | (uint32_t)c[i] << 16;
+    else for (int64_t i = 0; i < ij->region; i++) d[i] = a[i];
+  }
 }
 
 /* The weight (cout, ck; ck = (c, tap)) in the pairs' k order (tap, c), c
@@ -555,7 +581,8 @@ static int pairs_forward(nrt_exec_ctx *ctx, const igeom *ig, nrt_dtype ct, int64
   char *ys = nk_tmp_malloc((size_t)(ig->cout * chunk_columns(ig, ig->nb) * ces + ces));
   int64_t *off = nk_tmp_malloc((size_t)(pairs + 1) * sizeof *off);
   uint16_t *wr = nk_tmp_malloc((size_t)(ig->cout * kk + 1) * 2);
-  if (!xp || !ys || !off || !wr) {
+  uint16_t *xp16 = ig->phases > 1 ? nk_tmp_malloc((size_t)(ig->cin * channel_region(ig, ig->nb) + 1) * 2) : NULL;
+  if (!xp || !ys || !off || !wr || (ig->phases > 1 && !xp16)) {
     nrt_exec_fail(ctx, "conv: out of host memory for an implicit-GEMM chunk");
     goto done;
   }
@@ -566,7 +593,15 @@ static int pairs_forward(nrt_exec_ctx *ctx, const igeom *ig, nrt_dtype ct, int64
     ijob j = {ig, NRT_BFLOAT16, 2, ces, n0, nb, q, channel_region(ig, nb), x, (char *)xp, 0, y, ys, bias,
               bias_stride, 0, ct};
     const int64_t work = ig->plane, grain = work >= 16384 ? 1 : 16384 / (work ? work : 1);
-    nk_parallel_for(cp_n * nb, grain, pad_pairs_task, &j);
+    if (xp16) {
+      j.xp = (char *)xp16;
+      pad_chunk(&j);
+      interleave_job ij = {xp16, xp, ig->cin, j.region};
+      nk_parallel_for(cp_n, 1, interleave_task, &ij);
+      j.xp = (char *)xp;
+    } else {
+      nk_parallel_for(cp_n * nb, grain, pad_pairs_task, &j);
+    }
     pair_tap_offsets(ig, nb, off);
     const nrt_operand ops[3] = {mat3(ys, ct, 1, ig->cout, q, 0, q * ces, ces),
                                 mat3((char *)wr, NRT_BFLOAT16, 1, ig->cout, kk, 0, kk * 2, 2),
@@ -581,6 +616,7 @@ done:
   nk_tmp_free(ys);
   nk_tmp_free(off);
   nk_tmp_free(wr);
+  nk_tmp_free(xp16);
   return rc;
 }
 
@@ -590,7 +626,7 @@ done:
 static int implicit_forward(nrt_exec_ctx *ctx, const igeom *ig, nrt_dtype ct, nrt_dtype ot, int64_t n,
                             side x, const char *w, int64_t wrs, int64_t wks, side y, const char *bias,
                             int64_t bias_stride) {
-  if (ot == NRT_BFLOAT16 && ig->phases == 1 && nk_conv_pair_rows(ig->cout))
+  if (ot == NRT_BFLOAT16 && nk_conv_pair_rows(ig->cout))
     return pairs_forward(ctx, ig, ct, n, x, w, wrs, wks, y, bias, bias_stride);
   const int64_t ces = (int64_t)nk_dtype_size(ct), oes = (int64_t)nk_dtype_size(ot);
   int rc = -1;
