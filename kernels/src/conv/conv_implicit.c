@@ -464,8 +464,8 @@ static void rows_chunk(ijob *j, void (*task)(void *, int64_t, int64_t, int)) {
 }
 
 /* ------------------------------------------------ bfloat16 channel pairs
- * Few output channels in bfloat16 on AVX512_BF16: the dot-product kernel
- * reads the padded input in place when xp holds channels in pairs, each
+ * bfloat16 operands on AVX512_BF16: the dot-product kernel reads the
+ * padded input in place when xp holds channels in pairs, each
  * 32-bit word (channel 2p, channel 2p + 1) at one grid position: then the
  * col matrix's k pair (tap, channel pair) is a row of such words, xp
  * shifted by the tap (nk_gemm_indirect.b_pair_rows), and the weight is
@@ -475,8 +475,8 @@ static void rows_chunk(ijob *j, void (*task)(void *, int64_t, int64_t, int)) {
  * row tiles do not amortise: conv.c, bf16_operands_pay), and larger ones
  * packed B through the tap table.  Up to 128 rows (like float32's unpacked
  * B, gemm.c): batch 32, 64->64 3x3 @16 forward 2.17 -> 1.83 ms, @32 8.9 ->
- * 7.2 ms, 128->128 @8 the same; 256 rows lost up to 5% at 14x14.  Stride 1
- * only. */
+ * 7.2 ms, 128->128 @8 the same; 256 rows lost up to 5% at 14x14.  Strided
+ * products pad into phase grids as usual and interleave the pairs after. */
 #define NK_IMPLICIT_PAIR_MAX_ROWS 128
 
 int nk_conv_pair_rows(int64_t rows) {
@@ -500,10 +500,10 @@ static void pad_pairs_task(void *arg, int64_t begin, int64_t end, int worker) {
       for (int64_t g1 = 0; g1 < ig->pd[1]; g1++, dst += ig->pd[2]) {
         const int64_t i0 = g0 - ig->p[0], i1 = g1 - ig->p[1];
         if (i0 < 0 || i1 < 0) {
-          memset(dst, 0, (size_t)ig->pd[2] * 4);
+          zero_run((char *)dst, (size_t)ig->pd[2] * 4);
           continue;
         }
-        memset(dst, 0, (size_t)p2 * 4);
+        zero_run((char *)dst, (size_t)p2 * 4);
         const int64_t at = i0 * j->src.sp[0] + i1 * j->src.sp[1];
         uint32_t *d = dst + p2;
         if (ss == 2) {
