@@ -463,6 +463,18 @@ static void rows_chunk(ijob *j, void (*task)(void *, int64_t, int64_t, int)) {
   nk_parallel_for(j->ig->cout * j->nb, grain, task, j);
 }
 
+/* A forward chunk's product and scatter: ys (cout, q) = a @ b, b read
+ * through the table(s) in ind, then y <- ys at the valid positions (+ the
+ * bias, rounded to y's dtype). */
+static int product_scatter(nrt_exec_ctx *ctx, ijob *j, nrt_dtype ct, nrt_operand a, nrt_operand b,
+                           const nk_gemm_indirect *ind) {
+  const int64_t ces = (int64_t)nk_dtype_size(ct);
+  const nrt_operand ops[3] = {mat3(j->ys, ct, 1, j->ig->cout, j->q, 0, j->q * ces, ces), a, b};
+  if (nk_gemm_operands_indirect(ctx, ops, (nk_scalar){1.0, 1}, (nk_scalar){0.0, 0}, ind)) return -1;
+  rows_chunk(j, scatter_task);
+  return 0;
+}
+
 /* ------------------------------------------------ bfloat16 channel pairs
  * bfloat16 operands on AVX512_BF16: the dot-product kernel reads the
  * padded input in place when xp holds channels in pairs, each
@@ -603,12 +615,10 @@ static int pairs_forward(nrt_exec_ctx *ctx, const igeom *ig, nrt_dtype ct, int64
       nk_parallel_for(cp_n * nb, grain, pad_pairs_task, &j);
     }
     pair_tap_offsets(ig, nb, off);
-    const nrt_operand ops[3] = {mat3(ys, ct, 1, ig->cout, q, 0, q * ces, ces),
-                                mat3((char *)wr, NRT_BFLOAT16, 1, ig->cout, kk, 0, kk * 2, 2),
-                                mat3((char *)xp, NRT_BFLOAT16, 1, kk, q, 0, 0, 4)};
     const nk_gemm_indirect ind = {off, NULL, 1};
-    if (nk_gemm_operands_indirect(ctx, ops, (nk_scalar){1.0, 1}, (nk_scalar){0.0, 0}, &ind)) goto done;
-    rows_chunk(&j, scatter_task);
+    if (product_scatter(ctx, &j, ct, mat3((char *)wr, NRT_BFLOAT16, 1, ig->cout, kk, 0, kk * 2, 2),
+                        mat3((char *)xp, NRT_BFLOAT16, 1, kk, q, 0, 0, 4), &ind))
+      goto done;
   }
   rc = 1;
 done:
@@ -645,12 +655,10 @@ static int implicit_forward(nrt_exec_ctx *ctx, const igeom *ig, nrt_dtype ct, nr
     ijob j = {ig, ot, oes, ces, n0, nb, q, channel_region(ig, nb), x, xp, 0, y, ys, bias, bias_stride, 0, ct};
     pad_chunk(&j);
     tap_offsets(ig, nb, oes, off);
-    const nrt_operand ops[3] = {mat3(ys, ct, 1, ig->cout, q, 0, q * ces, ces),
-                                mat3((char *)w, ot, 1, ig->cout, ig->ck, 0, wrs, wks),
-                                mat3(xp, ot, 1, ig->ck, q, 0, 0, oes)};
     const nk_gemm_indirect ind = {off, NULL, 0};
-    if (nk_gemm_operands_indirect(ctx, ops, (nk_scalar){1.0, 1}, (nk_scalar){0.0, 0}, &ind)) goto done;
-    rows_chunk(&j, scatter_task);
+    if (product_scatter(ctx, &j, ct, mat3((char *)w, ot, 1, ig->cout, ig->ck, 0, wrs, wks),
+                        mat3(xp, ot, 1, ig->ck, q, 0, 0, oes), &ind))
+      goto done;
   }
   rc = 1;
 done:
