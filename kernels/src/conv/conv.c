@@ -207,6 +207,15 @@ static int view_make(nrt_exec_ctx *ctx, const nrt_operand *op, int nd, nrt_dtype
   return 0;
 }
 
+/* The bias (O) as a view in ct, read as (O, 1, 1). */
+static int bias_view(nrt_exec_ctx *ctx, const nrt_operand *bo, nrt_dtype ct, cview *v) {
+  nrt_operand b3 = *bo;
+  b3.ndim = 3;
+  b3.sizes[1] = b3.sizes[2] = 1;
+  b3.strides[1] = b3.strides[2] = 0;
+  return view_make(ctx, &b3, 1, ct, 0, 2, 0, 0, v);
+}
+
 static void view_finish(const nrt_operand *op, int nd, nrt_dtype ct, cview *v) {
   if (v->owned && v->writeback) {
     int64_t sz[5], st[5];
@@ -794,13 +803,7 @@ int nk_conv_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
     if (view_make(ctx, xo, nd, ct, 0, 2, mode == NK_CONV_BACKWARD_INPUT, 0, xv)) return -1;
     if (view_make(ctx, yo, nd, ct, 0, 2, mode == NK_CONV_FORWARD, 0, yv)) goto out_x;
     if (view_make(ctx, wo, nd, ct, 1, 1, mode == NK_CONV_BACKWARD_WEIGHT, 0, wv)) goto out_y;
-    if (bo) {
-      nrt_operand b3 = *bo;
-      b3.ndim = 3;
-      b3.sizes[1] = b3.sizes[2] = 1;
-      b3.strides[1] = b3.strides[2] = 0;
-      if (view_make(ctx, &b3, 1, ct, 0, 2, 0, 0, &j.b)) goto out_w;
-    }
+    if (bo && bias_view(ctx, bo, ct, &j.b)) goto out_w;
     if (mode == NK_CONV_BACKWARD_INPUT && !xv->owned) zero_view(xv, ces);
     dw_job dj = {&g, ct, mode, xv, wv, yv, bo ? &j.b : NULL};
     const int64_t units = mode == NK_CONV_FORWARD ? g.n * g.o
@@ -819,9 +822,9 @@ int nk_conv_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
    * gets a float32 working copy -- two more passes over each, on the
    * stream's worker alone (a bfloat16 16->16 3x3 forward at 16x16, batch
    * 32, took 1.45x the float32 one).  Returns here unless the implicit
-   * path declines the shape (then the working copies below). */
-  /* The same for bfloat16 operands of the dot-product kernel (their
-   * input is read as it is): the output's float32 working copy goes. */
+   * path declines the shape (then the working copies below).  The same
+   * for bfloat16 operands of the dot-product kernel (their input is read
+   * as it is): the output's float32 working copy goes. */
   const int fold_in = t != ct && ot == ct && ct == NRT_FLOAT32;
   const int fold_out = t == NRT_BFLOAT16 && ot == t && mode != NK_CONV_BACKWARD_WEIGHT;
   if ((fold_in || fold_out) && !use_direct && implicit_pays(&g, mode)) {
@@ -832,13 +835,7 @@ int nk_conv_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
     if (view_make(ctx, xo, nd, t, 0, 2, 0, 0, &rx) || view_make(ctx, yo, nd, t, 0, 2, 0, 0, &ry))
       return -1;
     if (view_make(ctx, wo, nd, ot, 1, 1, mode == NK_CONV_BACKWARD_WEIGHT, 0, &rw)) return -1;
-    if (bo) {
-      nrt_operand b3 = *bo;
-      b3.ndim = 3;
-      b3.sizes[1] = b3.sizes[2] = 1;
-      b3.strides[1] = b3.strides[2] = 0;
-      if (view_make(ctx, &b3, 1, ct, 0, 2, 0, 0, &rb)) goto out16;
-    }
+    if (bo && bias_view(ctx, bo, ct, &rb)) goto out16;
     done = nk_conv_implicit(ctx, mode, &g, ct, ot, &rx, &rw, &ry, bo ? &rb : NULL);
   out16:
     if (done == 1) view_finish(wo, nd, ot, &rw); /* the weight gradient's rounding */
@@ -859,13 +856,7 @@ int nk_conv_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
     if (view_make(ctx, yo, nd, yt_, 1, 2, 0, 0, yv)) goto out_x;
   }
   if (view_make(ctx, wo, nd, wt_, 1, 1, mode == NK_CONV_BACKWARD_WEIGHT, 0, wv)) goto out_y;
-  if (bo) {
-    nrt_operand b3 = *bo;
-    b3.ndim = 3;
-    b3.sizes[1] = b3.sizes[2] = 1;
-    b3.strides[1] = b3.strides[2] = 0;
-    if (view_make(ctx, &b3, 1, ct, 0, 2, 0, 0, &j.b)) goto out_w;
-  }
+  if (bo && bias_view(ctx, bo, ct, &j.b)) goto out_w;
 
   if (!use_direct && implicit_pays(&g, mode)) {
     const int done = nk_conv_implicit(ctx, mode, &g, ct, ot, xv, wv, yv, bo ? &j.b : NULL);

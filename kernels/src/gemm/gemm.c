@@ -146,6 +146,10 @@ static int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; 
   (gemm_arch){.mr = mr_, .nr = nr_, .ukr = ukr_, .dot = dot_, .axpy = axpy_, .ukr_rows = rows_, \
               ARCH_DEFAULTS}
 
+/* Whether an m-row product takes the 8-row tiles: fewer padded rows than
+ * 12-row ones (16 rows are 2 tiles of 8, not 24 rows of 12), few rows. */
+static int eight_rows_pay(int64_t m) { return m < 96 && round_up(m, 8) < round_up(m, 12); }
+
 /* The micro-kernel for m-row products of compute class cls. */
 static gemm_arch pick_arch(nk_class cls, int pairs, int64_t m) {
   const nk_isa isa = nk_cpu_isa();
@@ -158,8 +162,7 @@ static gemm_arch pick_arch(nk_class cls, int pairs, int64_t m) {
                         * torch CPU serial, 0.41-1.01x split; 320^3: 0.5-0.7x
                         * against 0.33-0.53x; 384^3 gains from the split) */
                        .serial_flops = 8e7};
-  /* few rows: 8-row tiles where they pad less (as float32, below) */
-  if (pairs && m < 96 && round_up(m, 8) < round_up(m, 12))
+  if (pairs && eight_rows_pay(m))
     return ARCH(8, 32, nk_gemm_ukr_avx512bf16_f32_m8, NULL, NULL, nk_gemm_ukr_rows_avx512bf16_f32_m8);
   if (pairs) return ARCH(12, 32, nk_gemm_ukr_avx512bf16_f32, NULL, NULL, nk_gemm_ukr_rows_avx512bf16_f32);
   switch (cls) {
@@ -167,7 +170,7 @@ static gemm_arch pick_arch(nk_class cls, int pairs, int64_t m) {
     /* Few rows: 8-row tiles where they pad less than 12-row ones (16 rows
      * are 2 tiles of 8, not 24 rows of 12); many rows: the 12-row kernel,
      * which needs fewer loads per multiply-add. */
-    if (isa == NK_ISA_AVX512 && m < 96 && round_up(m, 8) < round_up(m, 12))
+    if (isa == NK_ISA_AVX512 && eight_rows_pay(m))
       return ARCH(8, 32, nk_gemm_ukr_avx512_f32_m8, (void *)nk_gemm_dot_avx512_f32,
                   (void *)nk_gemm_axpy_avx512_f32, nk_gemm_ukr_rows_avx512_f32_m8);
     if (isa == NK_ISA_AVX512)

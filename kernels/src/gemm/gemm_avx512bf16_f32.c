@@ -15,24 +15,9 @@
  * pair p's words, column j's at + 4 j (gemm.h, nk_gemm_indirect's
  * b_pair_rows: an implicit convolution's input stored channel pairs
  * interleaved).  gemm_avx512bf16_f32_m8.c builds the same with 8 rows. */
-#include <immintrin.h>
+#include "gemm/gemm_avx512bf16_f32_vec.h"
 
-#ifndef MR
 #define MR 12
 #define UKR_NAME nk_gemm_ukr_avx512bf16_f32
 #define UKR_ROWS_NAME nk_gemm_ukr_rows_avx512bf16_f32
-#endif
-#define ET float
-#define VT __m512
-#define LANES 16
-#define NV 2
-#define V_LOAD(p) _mm512_loadu_ps(p)
-#define V_STORE(p, v) _mm512_storeu_ps(p, v)
-#define V_SET1(x) _mm512_set1_ps(x) /* broadcasts the pair's 32 bits */
-#define V_ZERO() _mm512_setzero_ps()
-#define V_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
-#define V_KSTEP(a, b, acc) _mm512_dpbf16_ps(acc, (__m512bh)(a), (__m512bh)(b))
-#define V_MUL(a, b) _mm512_mul_ps(a, b)
-#define V_ADD(a, b) _mm512_add_ps(a, b)
-#define V_REDUCE(v) _mm512_reduce_add_ps(v)
 #include "gemm/gemm_simd.h"
