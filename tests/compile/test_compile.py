@@ -159,9 +159,65 @@ def test_generated_code_makes_the_cpus_choices(case, native):
         cpu_out, (cpu_code,) = run_and_get_code(torch.compile(f), x)
         torch._dynamo.reset()
         out, (code,) = run_and_get_code(torch.compile(f), x.to("neuron"))
-    for construct in (r"\.exp\(\)", r"\.tanh\(\)", r"welford_combine"):
-        assert len(re.findall(construct, code)) == len(re.findall(construct, cpu_code)), construct
+    # neuron's kernels call the device's exp/tanh where the CPU's call ATen's (vec_math.py)
+    for construct, ours in ((r"\.exp\(\)", r"neuron_vec::exp\("), (r"\.tanh\(\)", r"neuron_vec::tanh\("),
+                            (r"welford_combine", r"welford_combine")):
+        count = len(re.findall(construct, code)) + (len(re.findall(ours, code)) if ours != construct else 0)
+        assert count == len(re.findall(construct, cpu_code)), construct
     assert_same(out, cpu_out, **GRAD_TOL)
+
+
+VEC_MATH = [torch.exp, torch.exp2, torch.expm1, torch.log, torch.log2, torch.log10, torch.log1p,
+            torch.erf, torch.erfc, torch.sin, torch.cos, torch.atan, torch.tanh, torch.sigmoid]
+
+
+def _bits(t):
+    """int32 bits of a float32 tensor with every NaN as one pattern (a NaN's
+    sign and payload are not results)."""
+    t = t.cpu()
+    return torch.where(t.isnan(), torch.tensor(float("nan")), t).view(torch.int32)
+
+
+@pytest.mark.parametrize("n", [1013, 16 * 64 + 7])
+def test_vector_math_is_the_devices(n, native):
+    """Compiled kernels compute exp, tanh, erf, log, sin, ... with the
+    device's vector math, not ATen's SLEEF calls (vec_math.py): the code
+    calls neuron_vec::<fn>, and the results are the eager neuron op's bits
+    (same algorithms, both built without FMA contraction), within the float32
+    tolerance of the CPU's, special values included; vector tails too."""
+    special = torch.tensor([0.0, -0.0, float("inf"), -float("inf"), float("nan"), 1e-40, -1e-40,
+                            0.5, -0.5, 0.625, -0.625, 88.5, -88.5, 100.0, -100.0, 200.0, -200.0,
+                            1e6, -1e6, 2.0 ** 17 + 1, -1.0, -2.0])
+    x = torch.cat([special, torch.randn(n - len(special), generator=torch.Generator().manual_seed(0)) * 4])
+    with torch._inductor.config.patch(force_disable_caches=True):
+        torch._dynamo.reset()
+        outs, (code,) = run_and_get_code(torch.compile(lambda t: [f(t) for f in VEC_MATH]), x.to("neuron"))
+    for f, out in zip(VEC_MATH, outs):
+        assert f"neuron_vec::{f.__name__}(" in code, f.__name__
+        assert torch.equal(_bits(out), _bits(f(x.to("neuron")))), f.__name__
+        expected = f(x)
+        assert_same(out, expected, atol=1e-6, rtol=4e-6)  # erfc: 3.4 ulp
+        finite = ~expected.isnan()
+        assert torch.equal(out.cpu()[finite].signbit(), expected[finite].signbit()), f.__name__
+
+
+def test_vector_math_keeps_upstream_for_other_dtypes(native):
+    """float64 vectors keep ATen's methods (the device's math is float32);
+    bfloat16 is computed in float32 vectors by Inductor, so it takes ours
+    (and rounds once, as Inductor on the CPU does: compared with that)."""
+    x = torch.randn(300, dtype=torch.float64)
+    f = lambda t: t.exp() + t.tanh()  # noqa: E731
+    with torch._inductor.config.patch(force_disable_caches=True):
+        torch._dynamo.reset()
+        out, (code,) = run_and_get_code(torch.compile(f), x.to("neuron"))
+        assert "neuron_vec" not in code and ".exp()" in code
+        assert_same(out, f(x))
+        torch._dynamo.reset()
+        xb = x.to(torch.bfloat16)
+        out, (code,) = run_and_get_code(torch.compile(f), xb.to("neuron"))
+        assert "neuron_vec::exp(" in code
+        torch._dynamo.reset()
+        assert_same(out, torch.compile(f)(xb))
 
 
 def test_avg_pool_ceil_mode_gradient(native):

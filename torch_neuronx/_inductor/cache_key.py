@@ -16,6 +16,8 @@ keys it only for graphs with CPU tensors (``_may_generate_cpu_cpp_code``,
 ISA the kernels are generated for (``cpu_vec_isa.pick_vec_isa()``, which
 follows ATEN_CPU_CAPABILITY): the FX graph key does not hold it, and a graph
 cached under AVX-512 and loaded under an AVX2 cap crashed in its kernels.
+And so is a hash of the vector math pasted into the kernels (vec_math.py),
+which lives in the kernel library's headers, not in this package's Python.
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from torch._inductor.custom_graph_pass import CustomGraphModulePass
 
 # Bump on any change to what torch_neuronx/_inductor generates (wrapper lines,
 # kernel prologue, trampoline, launch protocol).
-CODEGEN_VERSION = "neuron-codegen-14"
+CODEGEN_VERSION = "neuron-codegen-15"
 
 
 def kernel_threads() -> int:
@@ -43,4 +45,7 @@ class NeuronCodegenKey(CustomGraphModulePass):
     def uuid(self) -> str:
         from torch._inductor.cpu_vec_isa import pick_vec_isa
 
-        return f"{CODEGEN_VERSION};threads={kernel_threads()};isa={pick_vec_isa()}"
+        from torch_neuronx._inductor import vec_math
+
+        return (f"{CODEGEN_VERSION};threads={kernel_threads()};isa={pick_vec_isa()};"
+                f"math={vec_math.digest()}")

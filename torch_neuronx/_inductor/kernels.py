@@ -16,6 +16,9 @@ replaced by 0 before the access that follows, so the kernel stays inside its
 buffers for the rest of the launch (the launch fails anyway; the outputs of a
 failed launch are unspecified, as on any device).
 
+The vector kernels also compute exp, tanh, erf, log, sin, ... with the
+device's vector math instead of ATen's SLEEF calls (vec_math.py).
+
 The classes are plugged in through ``CppKernelProxy.kernel_cls`` /
 ``vec_kernel_cls`` / ``tile2d_kernel_cls``, the extension points Inductor
 provides for this (cpp.py:4166-4175).
@@ -27,10 +30,13 @@ from torch._inductor.codegen.cpp import (
     CppKernel,
     CppKernelProxy,
     CppTile2DKernel,
+    CppTile2DOverrides,
     CppVecKernel,
 )
 from torch.utils._sympy.functions import Where
 from torch.utils._sympy.symbol import SymT, symbol_is_type
+
+from torch_neuronx._inductor.vec_math import NeuronCppVecOverrides
 
 
 class _NonThrowingChecks:
@@ -113,6 +119,12 @@ class NeuronCppKernel(_NonThrowingChecks, CppKernel):
 
 
 class NeuronCppVecKernel(_NonThrowingChecks, CppVecKernel):
+    overrides = NeuronCppVecOverrides  # type: ignore[assignment]
+
+
+class NeuronCppTile2DOverrides(NeuronCppVecOverrides, CppTile2DOverrides):
+    # The tile's index_expr/value_expr (upstream's __new__ leaves both as
+    # class attributes), the device's math.
     pass
 
 
@@ -120,7 +132,7 @@ class NeuronCppTile2DKernel(CppTile2DKernel, NeuronCppVecKernel):
     # MRO: CppTile2DKernel, NeuronCppVecKernel, _NonThrowingChecks,
     # CppVecKernel: the tile's own methods, then the checks (it defines none
     # of check_bounds, assert_function, device_assert_async).
-    pass
+    overrides = NeuronCppTile2DOverrides  # type: ignore[assignment]
 
 
 class NeuronCppKernelProxy(CppKernelProxy):

@@ -26,7 +26,7 @@ import torch
 from torch._inductor.codegen.cpp_utils import DTYPE_TO_CPP
 
 from torch_neuronx import _C
-from torch_neuronx._inductor import omp_team
+from torch_neuronx._inductor import omp_team, vec_math
 
 # The kernels' C++ element types -> dtypes (the launch checks each tensor).
 _CPP_TO_DTYPE = {cpp: dtype for dtype, cpp in DTYPE_TO_CPP.items()}
@@ -108,10 +108,13 @@ def arg_kinds(arg_types: list[str]) -> list[tuple[torch.dtype, bool] | int]:
 
 def wrap_source(src: str, arg_types: list[str]) -> str:
     """Inductor's kernel source with the prologue, the OpenMP team functions
-    where the kernel's constructs allow (omp_team.py), and the entry point."""
+    where the kernel's constructs allow (omp_team.py), the vector math where
+    it calls it (vec_math.py), and the entry point."""
     if _INCLUDE not in src:
         raise AssertionError("neuron: unexpected kernel source (no cpp_prefix.h include)")
     prologue = PROLOGUE + (omp_team.SOURCE if omp_team.supports(src) else "")
+    if vec_math.uses(src):
+        prologue += vec_math.source() + "\n"
     src = src.replace(_INCLUDE, _INCLUDE + "\n" + prologue, 1)
     args = ",\n         ".join(_slot(i, t)[0] for i, t in enumerate(arg_types))
     entry = f"""

@@ -27,6 +27,7 @@
  * NaN and the infinities give what the scalar code gives.  Whole rows go
  * through the vector body (the tail with masked loads/stores), so results
  * never depend on how the row was split between threads. */
+#include "common/simd_act_f32.h"
 #include "common/simd_erf_f32.h"
 #include "common/simd_exp_f32.h"
 #include "common/simd_log_f32.h"
@@ -38,43 +39,6 @@
 #include "common/half_simd_avx512.h"
 #endif
 
-
-static inline VT vabs(VT x) { return VANDNOT(VSET(-0.0f), x); }
-
-static inline VT vtanh(VT x) {
-  VT ax = vabs(x);
-  /* |x| >= 0.625: 1 - 2 / (exp(2|x|) + 1) */
-  VT e = vexp(VADD(ax, ax));
-  VT big = VSUB(VSET(1.0), vdiv_fast(VSET(2.0), VADD(e, VSET(1.0))));
-  /* |x| < 0.625: Cephes' odd polynomial */
-  VT z = VMUL(ax, ax);
-  VT p = VSET(-5.70498872745E-3);
-  p = VFMADD(p, z, VSET(2.06390887954E-2));
-  p = VFMADD(p, z, VSET(-5.37397155531E-2));
-  p = VFMADD(p, z, VSET(1.33314422036E-1));
-  p = VFMADD(p, z, VSET(-3.33332819422E-1));
-  VT small = VFMADD(VMUL(p, z), ax, ax);
-  VT r = VSEL(VCMP(ax, VSET(0.625), LT), small, big); /* NaN: big, NaN */
-  return VOR(r, VAND(x, VSET(-0.0f)));
-}
-
-/* 1 + erf(x / sqrt 2) */
-static inline VT one_plus_erf(VT x) {
-  VT z = vabs(VMUL(x, VSET(0.70710678118654752440)));
-  VT t = vdiv_fast(VSET(1.0), VFMADD(VSET(0.5), z, VSET(1.0)));
-  VT p = VSET(0.17087277);
-  p = VFMADD(p, t, VSET(-0.82215223));
-  p = VFMADD(p, t, VSET(1.48851587));
-  p = VFMADD(p, t, VSET(-1.13520398));
-  p = VFMADD(p, t, VSET(0.27886807));
-  p = VFMADD(p, t, VSET(-0.18628806));
-  p = VFMADD(p, t, VSET(0.09678418));
-  p = VFMADD(p, t, VSET(0.37409196));
-  p = VFMADD(p, t, VSET(1.00002368));
-  p = VFMADD(p, t, VSET(-1.26551223));
-  VT erfc = VMUL(t, vexp(VFNMADD(z, z, p))); /* erfc(|z|) */
-  return VSEL(VCMP(x, VZERO(), LT), erfc, VSUB(VSET(2.0), erfc));
-}
 
 static inline VT body(nk_unary_op op, VT x) {
   switch (op) {
@@ -90,7 +54,7 @@ static inline VT body(nk_unary_op op, VT x) {
   case NK_UNARY_SIN: return vsin(x);
   case NK_UNARY_COS: return vcos(x);
   case NK_UNARY_ATAN: return vatan(x);
-  case NK_UNARY_SIGMOID: return vdiv_fast(VSET(1.0), VADD(VSET(1.0), vexp(VXOR(x, VSET(-0.0f)))));
+  case NK_UNARY_SIGMOID: return vsigmoid(x);
   case NK_UNARY_SILU: return vdiv_fast(x, VADD(VSET(1.0), vexp(VXOR(x, VSET(-0.0f)))));
   case NK_UNARY_TANH: return vtanh(x);
   case NK_UNARY_GELU: return VMUL(VMUL(x, VSET(0.5)), one_plus_erf(x));
