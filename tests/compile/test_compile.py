@@ -639,7 +639,7 @@ def test_openmp_regions_are_compute_pool_teams():
             { __atomic_fetch_add(&out[1], 1, __ATOMIC_RELAXED); }
         }
         """)
-    n = 10007
+    n = 20007  # 160 KiB of int64: past the size below which a launch runs alone
     sizes = []
     for _ in range(30):
         out = torch.zeros(3 + n + 4, dtype=torch.int64, device="neuron")
@@ -653,6 +653,16 @@ def test_openmp_regions_are_compute_pool_teams():
         assert torch.equal(got[3:3 + n], 2 * torch.arange(n) + 1)
     if threads > 1:  # the pool's helper joins (it may miss a few)
         assert max(sizes) == min(4, threads), sizes
+    # Below 128 KiB (the largest tensor of the launch) the regions run on the
+    # executing thread alone: a team's waits cost more than such work
+    # (compiled.cpp, kTeamMinBytes); the constructs still hold.
+    n = 2000
+    for _ in range(10):
+        out = torch.zeros(3 + n + 4, dtype=torch.int64, device="neuron")
+        torch_neuronx._C._neuron_launch(kernel, 0, out, n)
+        got = out.cpu()
+        assert int(got[0]) == 1 and int(got[1]) == 2 and int(got[2]) == n * (n - 1) // 2
+        assert torch.equal(got[3:3 + n], 2 * torch.arange(n) + 1)
 
 
 def test_compiled_kernels_do_not_use_libgomp():

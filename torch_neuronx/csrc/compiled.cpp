@@ -109,10 +109,40 @@ const char* intern(const std::string& name) {
   return names.insert(name).first->c_str();
 }
 
+// A launch whose largest tensor is below kTeamMinBytes runs its OpenMP
+// regions on the executing thread alone.  A team region waits for its
+// members (up to 50 us for a helper to arrive, then at every barrier), and
+// on a machine whose cores the host thread and the stream worker already
+// fill, that wait is most of a small kernel's time: the MLP example's
+// compiled GELU-backward-and-sum over 128 x 64 floats, ~5 us of work, took
+// 166 us per launch as a team of two.  Eager kernels split their loops only
+// past 32768 elements (NK_GRAIN_ELEMENTWISE, which needs no team: helpers
+// that arrive late just find no chunks left); this is the same size in
+// float32 bytes.  Work grows with the largest tensor for every kernel
+// Inductor's C++ codegen writes (pointwise, reductions, gathers) but its GEMM
+// template, whose small products are short anyway.
+constexpr int64_t kTeamMinBytes = 32768 * 4;
+thread_local int team_cap = 0;  // 0: none; set by run_compiled for its launch
+
+void capped_team(int want, nrt_team_fn fn, void* arg) {
+  nrt_parallel_team(team_cap > 0 && want > team_cap ? team_cap : want, fn, arg);
+}
+
+int64_t operand_bytes(const nrt_task* task) {
+  if (task->n_operands == 0) return 0;
+  const nrt_operand& o = task->operands[0];
+  return o.sizes[0] * o.strides[0];  // flat, the element size as stride (see launch)
+}
+
 int run_compiled(const nrt_task* task, nrt_exec_ctx* ctx) {
   const auto* p = reinterpret_cast<const CompiledParams*>(task->params);
   std::unique_ptr<uint64_t, decltype(&std::free)> heap(p->heap, &std::free);
   const uint64_t* slots = p->heap != nullptr ? p->heap : p->slots;
+  struct Cap {  // restored on every exit (the entry point may throw)
+    int saved = team_cap;
+    ~Cap() { team_cap = saved; }
+  } cap;
+  team_cap = operand_bytes(task) < kTeamMinBytes ? 1 : 0;
   try {
     p->entry(slots);
     return 0;
@@ -331,7 +361,7 @@ struct TeamApi {
   void (*team)(int want, nrt_team_fn fn, void* arg);
   int (*threads)();
 };
-constexpr TeamApi kTeamApi{1, nrt_parallel_team, nrt_compute_threads};
+constexpr TeamApi kTeamApi{1, capped_team, nrt_compute_threads};
 
 // _compiled_kernel(entry_address, name, kinds, bind_address) -> handle for
 // neuron_launch.  kinds: per argument (torch.dtype, writable) for a tensor,
