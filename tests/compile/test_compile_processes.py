@@ -18,7 +18,11 @@ from torch._inductor import cpp_builder
 builds = []
 _build = cpp_builder.CppBuilder.build
 def counting_build(self, *args, **kwargs):
-    builds.append(self.get_target_file_path())
+    # Not counted: the preprocessing of cpp_prefix.h by which Inductor checks
+    # its precompiled header once per process (g++ -E, codecache.py
+    # _precompile_header), for neuron's kernels as for its CPU kernels.
+    if not self._preprocessing:
+        builds.append(self.get_target_file_path())
     return _build(self, *args, **kwargs)
 cpp_builder.CppBuilder.build = counting_build
 
