@@ -55,9 +55,7 @@ def kernel_code_cache() -> Any:
     its CPU kernels (CppPythonBindingsCodeCache, codecache.py:3887): with
     cpp_prefix.h precompiled (``_get_uncompiled_header``; CppCodeCache has
     none: the same kernel source and flags took 2.2 s in g++ without it,
-    0.7-0.9 s with it) and without linking libtorch,
-    which a kernel does not call (its entry point throws a std:: exception,
-    the rest is header code)."""
+    0.7-0.9 s with it) and that class's compile flags."""
     from torch._inductor.codecache import CppCodeCache, _get_cpp_prefix_header
     from torch._inductor.utils import clear_on_fresh_cache
 
