@@ -40,8 +40,11 @@ from torch._inductor.codegen.cpp_utils import CppCSEVariable
 
 import torch
 
-# The headers in dependency order (each after those it includes).
-_ISA_HEADERS = {"avx512": "simd_avx512_f32.h", "avx2": "simd_avx2_f32.h"}
+# The ISA's vector macros, by the macro Inductor's build defines for the ISA
+# it generates for (cpu_vec_isa: VecAMX is an AVX-512), then the math in
+# dependency order (each header after those it includes).
+_ISA_HEADERS = (("CPU_CAPABILITY_AVX512", "simd_avx512_f32.h"),
+                ("CPU_CAPABILITY_AVX2", "simd_avx2_f32.h"))
 _MATH_HEADERS = ("simd_exp_f32.h", "simd_act_f32.h", "simd_log_f32.h", "simd_erf_f32.h",
                  "simd_trig_f32.h")
 
@@ -86,19 +89,13 @@ def _split(text: str) -> tuple[list[str], str]:
 @functools.cache
 def source() -> str:
     """The C++ that defines neuron_vec::<fn> for this ISA's Vectorized<float>."""
-    system: list[str] = []
-    parts = []
-    for isa, name in _ISA_HEADERS.items():
-        inc, body = _split(_read(name))
-        system += inc
-        parts.append((isa, body))
-    math = []
-    for name in _MATH_HEADERS:
-        inc, body = _split(_read(name))
-        system += inc
-        math.append(body)
-    everything = "\n".join(body for _, body in parts) + "\n".join(math)
-    macros = sorted(set(re.findall(r"^#define (\w+)", everything, flags=re.M)))
+    texts = {name: _split(_read(name))
+             for name in [h for _, h in _ISA_HEADERS] + list(_MATH_HEADERS)}
+    system = sorted({line for inc, _ in texts.values() for line in inc})
+    macros = sorted({m for _, body in texts.values()
+                     for m in re.findall(r"^#define (\w+)", body, flags=re.M)})
+    isa_blocks = [f"#{'if' if i == 0 else 'elif'} defined({macro})\n{texts[h][1]}"
+                  for i, (macro, h) in enumerate(_ISA_HEADERS)]
     wrappers = "\n".join(
         f"inline VecF {fn}(const VecF& x) {{ return VecF(impl::{v}(x)); }}\n"
         f"template <int N> inline at::vec::VectorizedN<float, N> {fn}("
@@ -109,16 +106,13 @@ def source() -> str:
         for fn, v in FUNCTIONS.items())
     return "\n".join([
         "// torch_neuronx: the device's float32 vector math (torch_neuronx/_inductor/vec_math.py)",
-        *sorted(set(system)),
-        "#if defined(CPU_CAPABILITY_AVX512) || defined(CPU_CAPABILITY_AVX2)",
+        *system,
+        "#if " + " || ".join(f"defined({macro})" for macro, _ in _ISA_HEADERS),
         "namespace neuron_vec {",
         "namespace impl {",
-        "#if defined(CPU_CAPABILITY_AVX512)",
-        parts[0][1],
-        "#else",
-        parts[1][1],
+        *isa_blocks,
         "#endif",
-        *math,
+        *(texts[name][1] for name in _MATH_HEADERS),
         "}  // namespace impl",
         *(f"#undef {m}" for m in macros),
         "using VecF = at::vec::Vectorized<float>;",
@@ -141,10 +135,11 @@ def uses(src: str) -> bool:
 
 @functools.cache
 def _vector_isa_supported() -> bool:
-    # The headers exist for x86's AVX2 and AVX-512 (VecAMX is an AVX-512).
-    from torch._inductor.cpu_vec_isa import VecAVX2, VecAVX512, pick_vec_isa
+    """Whether the ISA Inductor generates for has headers here."""
+    from torch._inductor.cpu_vec_isa import pick_vec_isa
 
-    return isinstance(pick_vec_isa(), (VecAVX2, VecAVX512))
+    built = pick_vec_isa().build_macro()
+    return any(macro in built for macro, _ in _ISA_HEADERS)
 
 
 def _ours(name: str, upstream):

@@ -122,10 +122,10 @@ const char* intern(const std::string& name) {
 // Inductor's C++ codegen writes (pointwise, reductions, gathers) but its GEMM
 // template, whose small products are short anyway.
 constexpr int64_t kTeamMinBytes = 32768 * 4;
-thread_local int team_cap = 0;  // 0: none; set by run_compiled for its launch
+thread_local bool team_alone = false;  // set by run_compiled for its launch
 
 void capped_team(int want, nrt_team_fn fn, void* arg) {
-  nrt_parallel_team(team_cap > 0 && want > team_cap ? team_cap : want, fn, arg);
+  nrt_parallel_team(team_alone ? 1 : want, fn, arg);
 }
 
 int64_t operand_bytes(const nrt_task* task) {
@@ -138,11 +138,11 @@ int run_compiled(const nrt_task* task, nrt_exec_ctx* ctx) {
   const auto* p = reinterpret_cast<const CompiledParams*>(task->params);
   std::unique_ptr<uint64_t, decltype(&std::free)> heap(p->heap, &std::free);
   const uint64_t* slots = p->heap != nullptr ? p->heap : p->slots;
-  struct Cap {  // restored on every exit (the entry point may throw)
-    int saved = team_cap;
-    ~Cap() { team_cap = saved; }
-  } cap;
-  team_cap = operand_bytes(task) < kTeamMinBytes ? 1 : 0;
+  struct Alone {  // restored on every exit (the entry point may throw)
+    bool saved = team_alone;
+    ~Alone() { team_alone = saved; }
+  } alone;
+  team_alone = operand_bytes(task) < kTeamMinBytes;
   try {
     p->entry(slots);
     return 0;
