@@ -16,10 +16,25 @@ default), ``0`` (off) or ``verify`` (every fused group also runs unfused and
 the bytes are compared; a difference is raised at the next synchronisation,
 naming the ops).  ``TORCHNEURON_LAUNCH_BLOCKING=1`` runs every op alone.
 Deterministic algorithms leave it on: the bits do not change.
+
+A group whose ops all have a vector expression (binary arithmetic, the
+unary ops with vector bodies; float32, and bfloat16/float16 on AVX-512) is
+also compiled, the first time it is seen, into one loop that keeps its
+intermediates in registers (runtime/src/fusion_jit.c), with the kernels'
+own vector code, so the bits stay those of unfused execution.  The build
+runs on a background thread with the system C compiler (``TORCHNEURON_CC``,
+default ``gcc``) into a disk cache (``TORCHNEURON_FUSION_CACHE``, default
+``~/.cache/torch_neuronx/fusion``); until it is loaded the group runs as
+before.  Compiling is off by default (``TORCHNEURON_FUSION_COMPILE=1``
+turns it on, ``sync`` builds before the group runs): where both operands of
+an add or a multiply are NaN, which NaN comes back (its sign, its payload)
+can differ from unfused execution; every other element is the same.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
 from typing import Dict, Union
 
 from torch_neuronx import _C
@@ -28,6 +43,45 @@ __all__ = ["set_adaptive_eager", "is_adaptive_eager_enabled", "adaptive_eager_st
            "reset_adaptive_eager_stats"]
 
 _MODES = {False: 0, True: 1, "verify": 2}
+
+
+def _kernel_headers() -> str:
+    return os.path.join(os.path.dirname(_C.__file__), "include", "kernels")
+
+
+def _headers_digest(base: str) -> str:
+    """A digest of the installed kernel headers: the cache keeps one folder
+    per version of the code that generated libraries include."""
+    h = hashlib.sha256()
+    for root, dirs, files in os.walk(base):
+        dirs.sort()
+        for name in sorted(files):
+            path = os.path.join(root, name)
+            h.update(os.path.relpath(path, base).encode())
+            with open(path, "rb") as f:
+                h.update(f.read())
+    return h.hexdigest()[:16]
+
+
+def _configure_compiled_groups(cache: Union[str, None] = None) -> None:
+    """Tells the runtime where the kernel headers (installed with the
+    package) and the library cache are; without them groups are not
+    compiled."""
+    base = _kernel_headers()
+    if not os.path.isfile(os.path.join(base, "src", "fusion", "jit_prelude.h")):
+        return
+    if cache is None:
+        root = os.environ.get("TORCHNEURON_FUSION_CACHE") or os.path.join(
+            os.path.expanduser("~"), ".cache", "torch_neuronx", "fusion")
+        cache = os.path.join(root, _headers_digest(base))
+    try:
+        os.makedirs(cache, exist_ok=True)
+    except OSError:
+        return
+    _C._fusion_jit_configure(os.path.join(base, "src") + ":" + os.path.join(base, "include"), cache)
+
+
+_configure_compiled_groups()
 
 
 def set_adaptive_eager(mode: Union[bool, str]) -> None:
@@ -52,9 +106,11 @@ def adaptive_eager_stats() -> Dict[str, int]:
     ``groups_verified`` (groups checked in verify mode) and
     ``groups_in_rows`` (groups run in short rows through each op's own row
     loop, rather than one kernel call per op per tile), ``groups_in_long_rows``
-    (of those, groups of many large input streams run in longer rows) and
+    (of those, groups of many large input streams run in longer rows),
     ``bytes_streamed`` (large outputs that row mode stored with non-temporal
-    stores)."""
+    stores), ``groups_compiled`` (groups run by their compiled loop),
+    ``group_builds`` (group libraries the C compiler built) and
+    ``group_build_failures``."""
     return dict(_C._fusion_stats())
 
 

@@ -284,10 +284,28 @@ nrt_status nrt_kernel_set_fusion(uint32_t id, nrt_fuse_classify_fn fn);
  * ctx and every fixed value live in storage. */
 #define NRT_ROW_STORAGE 1024
 typedef void (*nrt_row_fn)(void *ctx, int64_t n, char *const *data, const int64_t *strides);
+/* The same row routine as one C expression, when the kernel can say it:
+ * adaptive eager then compiles a group whose members all have one into a
+ * single loop that keeps intermediates in registers (fusion_jit.c).
+ * `code` computes the member's float32 result vector from $1..$7 (input
+ * operand k as a float32 vector, read as in_dtype[k]: the dtype the routine
+ * reads, a substituted operand's included) and #0..#3 (scalars[j] as a
+ * vector), in the names of the code generator's prelude
+ * (nrt_fusion_jit_set_target); the result is rounded to operand 0's dtype.
+ * Empty code: none (the group runs the captured loops). */
+#define NRT_ROW_EXPR_CODE 96
+#define NRT_ROW_EXPR_SCALARS 4
+typedef struct nrt_row_expr {
+  char code[NRT_ROW_EXPR_CODE];
+  uint8_t in_dtype[NRT_MAX_OPERANDS];
+  uint8_t n_scalars;
+  float scalars[NRT_ROW_EXPR_SCALARS];
+} nrt_row_expr;
 typedef struct nrt_row_entry {
   nrt_row_fn fn;
   void *ctx;
   const void *fixed[NRT_MAX_OPERANDS];
+  nrt_row_expr expr;
   uint64_t storage[NRT_ROW_STORAGE / 8]; /* 8-byte aligned: plans hold pointers, 64-bit values */
 } nrt_row_entry;
 /* Fills *entry with the row routine the kernel would run for `task` (a
@@ -303,6 +321,25 @@ enum { NRT_ADAPTIVE_OFF = 0, NRT_ADAPTIVE_ON = 1, NRT_ADAPTIVE_VERIFY = 2 };
 void nrt_adaptive_set_mode(int mode);
 int nrt_adaptive_mode(void);
 
+/* Adaptive eager's compiled groups (fusion_jit.c).  The kernel library
+ * names the code generator's target once: the prelude every generated file
+ * includes (it defines the names row expressions use) and the compiler
+ * flags of the kernel variant in use.  The embedder gives the include
+ * directories (colon-separated) and a cache directory; until both are set,
+ * or with mode OFF, groups run their captured row loops only.  Mode ON
+ * builds a group's code on a background thread (the group and its repeats
+ * run the captured loops until the library is loaded); SYNC builds it
+ * before running the group (tests).  TORCHNEURON_FUSION_COMPILE=0|1|sync
+ * sets the mode at start-up (default 0: see fusion_jit.c); TORCHNEURON_CC names the
+ * compiler (default gcc). */
+enum { NRT_FUSION_JIT_OFF = 0, NRT_FUSION_JIT_ON = 1, NRT_FUSION_JIT_SYNC = 2 };
+void nrt_fusion_jit_set_target(const char *prelude, const char *flags);
+void nrt_fusion_jit_configure(const char *include_dirs, const char *cache_dir);
+void nrt_fusion_jit_set_mode(int mode);
+int nrt_fusion_jit_mode(void);
+/* Waits until no build is queued or running. */
+void nrt_fusion_jit_drain(void);
+
 typedef struct nrt_fusion_stats {
   uint64_t groups;            /* fused groups run                         */
   uint64_t tasks_fused;       /* tasks run inside them                    */
@@ -312,6 +349,10 @@ typedef struct nrt_fusion_stats {
   uint64_t bytes_streamed;    /* stores staged and streamed (row mode)    */
   uint64_t groups_in_long_rows; /* of groups_in_rows: in rows longer than
                                    FUSE_ROW_ELEMENTS (many input streams)  */
+  uint64_t groups_compiled;   /* of groups_in_rows: run by compiled code  */
+  uint64_t group_builds;      /* group libraries built by the compiler    */
+  uint64_t group_build_failures; /* builds that failed (those groups keep
+                                    their captured loops)                  */
 } nrt_fusion_stats;
 void nrt_fusion_stats_get(nrt_fusion_stats *out);
 void nrt_fusion_stats_reset(void);

@@ -87,6 +87,7 @@ nrt_status nrt_config_from_env(nrt_config *cfg) {
                       .num_threads = cores > 0 ? (int)cores : 1,
                       .launch_blocking = 0,
                       .adaptive = NRT_ADAPTIVE_ON,
+                      .fusion_compile = NRT_FUSION_JIT_OFF, /* NaN payloads: fusion_jit.c */
                       .trace_capacity = 65536};
   const char *v;
   long n;
@@ -131,6 +132,11 @@ nrt_status nrt_config_from_env(nrt_config *cfg) {
     if (strcmp(v, "verify") == 0) cfg->adaptive = NRT_ADAPTIVE_VERIFY;
     else if (nrt_parse_int(v, 0, 1, &n) == 0) cfg->adaptive = (int)n;
     else return bad("TORCHNEURON_ADAPTIVE_EAGER", v, "0, 1 or verify");
+  }
+  if ((v = getenv("TORCHNEURON_FUSION_COMPILE"))) {
+    if (strcmp(v, "sync") == 0) cfg->fusion_compile = NRT_FUSION_JIT_SYNC;
+    else if (nrt_parse_int(v, 0, 1, &n) == 0) cfg->fusion_compile = (int)n;
+    else return bad("TORCHNEURON_FUSION_COMPILE", v, "0, 1 or sync");
   }
   if ((v = getenv("TORCHNEURON_PIN_THREADS"))) {
     if (nrt_parse_int(v, 0, 1, &n)) return bad("TORCHNEURON_PIN_THREADS", v, "0 or 1");

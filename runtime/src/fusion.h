@@ -131,6 +131,31 @@ typedef struct fuse_group {
   int64_t row; /* row mode's elements per row */
 } fuse_group;
 
+/* A group compiled into one row function (fusion_jit.c): per row, the
+ * generated code gets n, the row pointer of each (member, operand) pair in
+ * args (p[a]), and the members' scalars (k); intermediates live in
+ * registers. */
+#define FUSE_JIT_MAX_ARGS 96
+#define FUSE_JIT_MAX_SCALARS 64
+typedef void (*fuse_jit_fn)(int64_t n, char *const *p, const float *k);
+typedef struct fuse_jit {
+  fuse_jit_fn fn; /* NULL: not (yet) compiled */
+  int n_args;
+  int16_t arg_member[FUSE_JIT_MAX_ARGS], arg_operand[FUSE_JIT_MAX_ARGS];
+  int n_scalars;
+  float scalars[FUSE_JIT_MAX_SCALARS];
+} fuse_jit;
+
+/* fusion_jit.c: generates the group's code into src (cap bytes) and looks
+ * it up; ready code sets jit->fn (a first sight queues its build, or builds
+ * it now in sync mode).  False, jit->fn NULL, when some member has no
+ * expression, an operand is neither dense nor row-invariant, or compiling
+ * is off. */
+bool nrt_fusion_jit_prepare(const fuse_group *g, const nrt_row_entry *entries, fuse_jit *jit,
+                            char *src, size_t cap);
+void nrt_fusion_jit_stats(uint64_t *builds, uint64_t *failures);
+void nrt_fusion_jit_stats_reset(void);
+
 /* fusion_plan.c: builds the group at ring[head] from `queued` tasks;
  * false when there is none of at least two members.  ctx runs each
  * candidate's kernel on an empty tile, so a task its kernel would refuse
@@ -149,5 +174,8 @@ size_t nrt_fusion_stage_bytes(const fuse_group *g); /* a worker's staging rows *
 void nrt_fusion_run_rows(const fuse_group *g, const nrt_row_entry *entries, int64_t t,
                          unsigned char *scratch, const size_t *slot_offset,
                          unsigned char *stage);
+/* One tile in rows through the group's compiled code (jit->fn set). */
+void nrt_fusion_run_rows_jit(const fuse_group *g, const nrt_row_entry *entries, const fuse_jit *jit,
+                             int64_t t);
 
 #endif

@@ -24,6 +24,8 @@ struct nrt_fusion {
   fuse_group g;
   bool rows; /* run in rows through entries (fusion_rows.c) */
   nrt_row_entry entries[FUSE_MAX_MEMBERS];
+  fuse_jit jit; /* rows through compiled code when jit.fn is set (fusion_jit.c) */
+  char source[32768];
   int n_workers;
   worker *workers;
   size_t slot_offset[FUSE_MAX_SCRATCH + 1];
@@ -33,7 +35,7 @@ struct nrt_fusion {
 };
 
 static _Atomic uint64_t stat_groups, stat_tasks, stat_bytes, stat_verified, stat_rows, stat_streamed,
-    stat_long_rows;
+    stat_long_rows, stat_compiled;
 
 void nrt_fusion_stats_get(nrt_fusion_stats *out) {
   out->groups = atomic_load(&stat_groups);
@@ -43,6 +45,8 @@ void nrt_fusion_stats_get(nrt_fusion_stats *out) {
   out->groups_in_rows = atomic_load(&stat_rows);
   out->bytes_streamed = atomic_load(&stat_streamed);
   out->groups_in_long_rows = atomic_load(&stat_long_rows);
+  out->groups_compiled = atomic_load(&stat_compiled);
+  nrt_fusion_jit_stats(&out->group_builds, &out->group_build_failures);
 }
 
 void nrt_fusion_stats_reset(void) {
@@ -53,6 +57,8 @@ void nrt_fusion_stats_reset(void) {
   atomic_store(&stat_rows, 0);
   atomic_store(&stat_long_rows, 0);
   atomic_store(&stat_streamed, 0);
+  atomic_store(&stat_compiled, 0);
+  nrt_fusion_jit_stats_reset();
 }
 
 /* ------------------------------------------------------------ tiles */
@@ -143,6 +149,10 @@ static void run_tiles(void *arg, int64_t begin, int64_t end, int w) {
   nrt_fusion *st = r->st;
   const fuse_group *g = &st->g;
   worker *wk = &st->workers[w];
+  if (st->jit.fn) {
+    for (int64_t t = begin; t < end; t++) nrt_fusion_run_rows_jit(g, st->entries, &st->jit, t);
+    return;
+  }
   if (st->rows) {
     for (int64_t t = begin; t < end; t++)
       nrt_fusion_run_rows(g, st->entries, t, wk->scratch, st->slot_offset,
@@ -337,6 +347,8 @@ uint64_t nrt_fusion_run(nrt_fusion **state, nrt_exec_ctx *ctx, nrt_stream *s, co
   for (int w = 0; w < st->n_workers; w++) st->workers[w].ctx.stream = s;
   if (!ensure_scratch(st)) return 0; /* out of host memory: run unfused */
   st->rows = capture_rows(st, ctx);
+  if (!st->rows || !nrt_fusion_jit_prepare(g, st->entries, &st->jit, st->source, sizeof st->source))
+    st->jit.fn = NULL;
   const int tracing = nrt_trace_enabled();
   const uint64_t start = tracing ? nrt_now_ns() : 0;
   if (nrt_adaptive_mode() == NRT_ADAPTIVE_VERIFY) run_verified(st, ctx, s);
@@ -348,7 +360,8 @@ uint64_t nrt_fusion_run(nrt_fusion **state, nrt_exec_ctx *ctx, nrt_stream *s, co
   if (st->rows) {
     atomic_fetch_add(&stat_rows, 1);
     if (g->row > FUSE_ROW_ELEMENTS) atomic_fetch_add(&stat_long_rows, 1);
-    for (int s = 0; s < g->n_stage; s++)
+    if (st->jit.fn) atomic_fetch_add(&stat_compiled, 1);
+    for (int s = 0; s < g->n_stage && !st->jit.fn; s++)
       atomic_fetch_add(&stat_streamed, (uint64_t)g->numel * g->versions[g->stage_version[s]].esize);
   }
   atomic_fetch_add(&stat_tasks, (uint64_t)g->n_members);

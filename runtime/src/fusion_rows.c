@@ -48,6 +48,7 @@ typedef struct rows {
   const nrt_row_entry *entries;
   unsigned char *scratch, *stage;
   const size_t *slot_offset;
+  const fuse_jit *jit;           /* compiled: one call per row instead of one per member */
   bool pending;                  /* a row waits in idx/j0/n (one row of lookahead) */
   int64_t idx[NRT_MAX_DIMS], j0, n;
 } rows;
@@ -81,8 +82,30 @@ static char *row_ptr(const rows *r, const fuse_member *m, const nrt_row_entry *e
   return element_at(g, full, idx, j);
 }
 
+/* The compiled group on a row: every (member, operand) pair it reads or
+ * stores, at this row (dead intermediates are registers; nothing is
+ * staged: its stores go to memory directly). */
+static void run_row_jit(const rows *r, const int64_t *idx, int64_t j0, int64_t n) {
+  const fuse_group *g = r->g;
+  const fuse_jit *jit = r->jit;
+  char *p[FUSE_JIT_MAX_ARGS];
+  for (int a = 0; a < jit->n_args; a++) {
+    const int i = jit->arg_member[a], k = jit->arg_operand[a];
+    const fuse_member *m = &g->members[i];
+    const nrt_row_entry *e = &r->entries[i];
+    p[a] = e->fixed[k] ? (char *)e->fixed[k]
+           : m->konst[k] >= 0 ? (char *)g->consts[m->konst[k]].value
+                               : element_at(g, &m->ops[k], idx, j0);
+  }
+  jit->fn(n, p, jit->scalars);
+}
+
 static void run_row(const rows *r, const int64_t *idx, int64_t j0, int64_t n) {
   const fuse_group *g = r->g;
+  if (r->jit) {
+    run_row_jit(r, idx, j0, n);
+    return;
+  }
   for (int i = 0; i < g->n_members; i++) {
     const fuse_member *m = &g->members[i];
     const nrt_row_entry *e = &r->entries[i];
@@ -140,11 +163,9 @@ static void fence_streams(const fuse_group *g) {
 #endif
 }
 
-void nrt_fusion_run_rows(const fuse_group *g, const nrt_row_entry *entries, int64_t t,
-                         unsigned char *scratch, const size_t *slot_offset,
-                         unsigned char *stage) {
-  rows r = {.g = g, .entries = entries, .scratch = scratch, .stage = stage,
-            .slot_offset = slot_offset, .pending = false};
+static void run_tile(rows *rp, int64_t t) {
+  rows r = *rp;
+  const fuse_group *g = r.g;
   const int inner = g->ndim - 1;
   /* the tile: dims before split at one index, split in [lo, hi), the rest whole */
   int64_t idx[NRT_MAX_DIMS];
@@ -166,7 +187,21 @@ void nrt_fusion_run_rows(const fuse_group *g, const nrt_row_entry *entries, int6
     }
   }
   if (r.pending) run_row(&r, r.idx, r.j0, r.n);
-  fence_streams(g);
+  fence_streams(g); /* compiled code streams the same staged outputs */
+}
+
+void nrt_fusion_run_rows(const fuse_group *g, const nrt_row_entry *entries, int64_t t,
+                         unsigned char *scratch, const size_t *slot_offset,
+                         unsigned char *stage) {
+  rows r = {.g = g, .entries = entries, .scratch = scratch, .stage = stage,
+            .slot_offset = slot_offset, .jit = NULL, .pending = false};
+  run_tile(&r, t);
+}
+
+void nrt_fusion_run_rows_jit(const fuse_group *g, const nrt_row_entry *entries, const fuse_jit *jit,
+                             int64_t t) {
+  rows r = {.g = g, .entries = entries, .jit = jit, .pending = false};
+  run_tile(&r, t);
 }
 
 /* Row mode needs rows long enough to amortise a call per member, and each

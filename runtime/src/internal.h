@@ -21,6 +21,7 @@ typedef struct nrt_config {
   int num_threads;
   int launch_blocking;
   int adaptive; /* NRT_ADAPTIVE_* */
+  int fusion_compile; /* NRT_FUSION_JIT_*: TORCHNEURON_FUSION_COMPILE */
   size_t trace_capacity;
   int pin_threads; /* TORCHNEURON_PIN_THREADS: compute threads on their own CPUs */
 } nrt_config;

@@ -131,7 +131,21 @@ PYBIND11_MODULE(_C, m) {
     d["groups_in_rows"] = st.groups_in_rows;
     d["bytes_streamed"] = st.bytes_streamed;
     d["groups_in_long_rows"] = st.groups_in_long_rows;
+    d["groups_compiled"] = st.groups_compiled;
+    d["group_builds"] = st.group_builds;
+    d["group_build_failures"] = st.group_build_failures;
     return d;
+  });
+  // Compiled groups (runtime/src/fusion_jit.c): where the kernel headers
+  // and the library cache are, the mode, and a wait for queued builds.
+  m.def("_fusion_jit_configure", [](const std::string &includes, const std::string &cache) {
+    nrt_fusion_jit_configure(includes.c_str(), cache.c_str());
+  }, py::arg("includes"), py::arg("cache"));
+  m.def("_fusion_jit_mode", [] { return nrt_fusion_jit_mode(); });
+  m.def("_set_fusion_jit_mode", [](int mode) { nrt_fusion_jit_set_mode(mode); }, py::arg("mode"));
+  m.def("_fusion_jit_drain", [] {
+    py::gil_scoped_release nogil;
+    nrt_fusion_jit_drain();
   });
   m.def("_fusion_stats_reset", [] { nrt_fusion_stats_reset(); });
   m.def("_sleep", &sleep_on_stream, py::arg("cycles"));

@@ -16,6 +16,8 @@
  * task), scans, indexing, GEMM and the like (not elementwise),
  * integer division and remainder (a zero divisor fails the task), and the
  * multi-output tail ops (frexp). */
+#include <string.h>
+
 #include "common/dtype_convert.h"
 #include "common/kernel_entries.h"
 #include "common/nd_iter.h"
@@ -38,30 +40,55 @@ static nrt_fuse_kind pointwise(const nrt_task *t) {
 /* rows: the kernel whose row loop a fused group may call directly
  * (nk_capture_rows: its plan goes to nd_iter through the _plan calls, and
  * every path it takes for a fusible task is an nd_iter row loop); NULL: the
- * group calls the kernel once per tile. */
+ * group calls the kernel once per tile.
+ * expr: says a captured routine as one expression (nrt_row_expr), so that
+ * a group of such members can be compiled (fusion/jit_prelude.h); NULL:
+ * never. */
+typedef bool (*row_expr_fn)(const nrt_row_entry *entry, nrt_row_expr *expr);
 static const struct {
   nk_kernel_id id;
   nrt_fuse_classify_fn classify;
   nrt_kernel_fn rows;
+  row_expr_fn expr;
 } fusible[] = {
-    {NK_KERNEL_COPY, elementwise, nk_copy_kernel}, /* casts on the device */
-    {NK_KERNEL_FILL, elementwise, nk_fill_kernel}, /* full fills, and device scalars */
-    {NK_KERNEL_BINARY, elementwise, nk_binary_kernel},
-    {NK_KERNEL_POINTWISE, pointwise, nk_pointwise_kernel},
-    {NK_KERNEL_UNARY, elementwise, nk_unary_kernel},
-    {NK_KERNEL_UNARY_BACKWARD, elementwise, nk_unary_backward_kernel},
-    {NK_KERNEL_REDUCE, nk_reduce_fusion, NULL}, /* a group's last member, on whole rows */
+    {NK_KERNEL_COPY, elementwise, nk_copy_kernel, NULL}, /* casts on the device */
+    {NK_KERNEL_FILL, elementwise, nk_fill_kernel, NULL}, /* full fills, and device scalars */
+    {NK_KERNEL_BINARY, elementwise, nk_binary_kernel, nk_binary_row_expr},
+    {NK_KERNEL_POINTWISE, pointwise, nk_pointwise_kernel, NULL},
+    {NK_KERNEL_UNARY, elementwise, nk_unary_kernel, nk_unary_row_expr},
+    {NK_KERNEL_UNARY_BACKWARD, elementwise, nk_unary_backward_kernel, NULL},
+    {NK_KERNEL_REDUCE, nk_reduce_fusion, NULL, NULL}, /* a group's last member, on whole rows */
 };
 #define N_FUSIBLE (sizeof fusible / sizeof fusible[0])
 
 static bool capture(const nrt_task *task, nrt_exec_ctx *ctx, nrt_row_entry *entry) {
   for (size_t i = 0; i < N_FUSIBLE; i++)
-    if ((uint32_t)fusible[i].id == task->kernel && fusible[i].rows)
-      return nk_capture_rows(fusible[i].rows, task, ctx, entry);
+    if ((uint32_t)fusible[i].id == task->kernel && fusible[i].rows) {
+      memset(&entry->expr, 0, sizeof entry->expr);
+      if (!nk_capture_rows(fusible[i].rows, task, ctx, entry)) return false;
+      if (fusible[i].expr && !fusible[i].expr(entry, &entry->expr)) entry->expr.code[0] = '\0';
+      return true;
+    }
   return false;
 }
 
+/* The compiled groups' target: each variant's own flags (kernels/
+ * CMakeLists.txt), so generated code and kernels pick the same conversions
+ * (the bfloat16 rounding store needs AVX512_BF16 and DQ). */
+static void register_jit_target(void) {
+  static const char *const flags[NK_VARIANTS] = {
+      NULL, /* portable: no vector prelude */
+      "-DNK_JIT_AVX512=0 -mavx2 -mfma -mf16c",
+      "-DNK_JIT_AVX512=1 -mavx512f -mavx2 -mfma -mf16c",
+      "-DNK_JIT_AVX512=1 -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512bf16 -mavx2 -mfma "
+      "-mf16c",
+  };
+  const char *f = flags[nk_cpu_variant()];
+  nrt_fusion_jit_set_target(f ? "fusion/jit_prelude.h" : NULL, f);
+}
+
 nrt_status nk_register_fusion(void) {
+  register_jit_target();
   for (size_t i = 0; i < N_FUSIBLE; i++) {
     nrt_status s = nrt_kernel_set_fusion(fusible[i].id, fusible[i].classify);
     if (s == NRT_SUCCESS && fusible[i].rows) s = nrt_kernel_set_row_capture(fusible[i].id, capture);

@@ -291,3 +291,13 @@ void nk_for_each_float_plan(const nrt_operand *operands, int n_operands, nk_loop
   memcpy(e->storage, &f, sizeof f);
   e->ctx = e->storage;
 }
+
+nk_loop_fn nk_captured_loop(const nrt_row_entry *entry, const void **plan) {
+  if (entry->fn == float_rows_loop) {
+    const float_rows *f = entry->ctx;
+    *plan = f->ctx;
+    return f->loop;
+  }
+  *plan = entry->ctx;
+  return entry->fn;
+}

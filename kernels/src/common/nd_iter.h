@@ -111,4 +111,10 @@ void nk_for_each_plan(const nrt_operand *operands, int n_operands, nk_loop_fn lo
 void nk_for_each_float_plan(const nrt_operand *operands, int n_operands, nk_loop_fn loop,
                             nk_raw_row_fn raw, void *plan, size_t plan_size);
 
+/* The kernel's own loop and plan in a captured entry (through the float-rows
+ * adapter's state when the kernel used it), for a kernel that describes its
+ * captured routine (nrt_row_expr): compare the loop with your own to know
+ * which path the plan took. */
+nk_loop_fn nk_captured_loop(const nrt_row_entry *entry, const void **plan);
+
 #endif /* NK_ND_ITER_H */

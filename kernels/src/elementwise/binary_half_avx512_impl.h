@@ -15,15 +15,8 @@
  * calls the one nk_cpu_variant() names. */
 #include "elementwise/binary_simd.h"
 #include "common/half_simd_avx512.h"
-
-NK_INLINE __m512 half_op(nk_binop k, __m512 a, __m512 b, __m512 alpha) {
-  switch (k) {
-  case NK_BINOP_ADD: return _mm512_add_ps(a, b);
-  case NK_BINOP_AXPY: return _mm512_fmadd_ps(alpha, b, a);
-  case NK_BINOP_MUL: return _mm512_mul_ps(a, b);
-  default: return _mm512_div_ps(a, b);
-  }
-}
+#include "common/simd_avx512_f32.h"
+#include "elementwise/binary_vec_op.h"
 
 /* t, k, a_bc and b_bc are constants at each call: one loop each. */
 NK_INLINE void half_run(nrt_dtype t, nk_binop k, bool a_bc, bool b_bc, int64_t n, uint16_t *o,
@@ -36,8 +29,8 @@ NK_INLINE void half_run(nrt_dtype t, nk_binop k, bool a_bc, bool b_bc, int64_t n
     __m512 x1 = a_bc ? va : nk_h16_load_avx512(t, a + i + 16);
     __m512 y0 = b_bc ? vb : nk_h16_load_avx512(t, b + i);
     __m512 y1 = b_bc ? vb : nk_h16_load_avx512(t, b + i + 16);
-    nk_h16_store_avx512(t, o + i, half_op(k, x0, y0, alpha));
-    nk_h16_store_avx512(t, o + i + 16, half_op(k, x1, y1, alpha));
+    nk_h16_store_avx512(t, o + i, nk_binop_vec(k, x0, y0, alpha));
+    nk_h16_store_avx512(t, o + i + 16, nk_binop_vec(k, x1, y1, alpha));
   }
   for (; i < n; i++) {
     float x = a_bc ? av : nk_load_f32(t, a + i), y = b_bc ? bv : nk_load_f32(t, b + i);

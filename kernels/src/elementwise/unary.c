@@ -13,6 +13,8 @@
  *     the result rounded to the compute dtype and stored in out's dtype.
  * Predicates (isnan, signbit, logical_not, ...) compute on x's own dtype and
  * store 0/1 into any out dtype. */
+#include <stdio.h>
+
 #include "elementwise/unary_ops.h"
 
 #include "common/kernel_entries.h"
@@ -204,6 +206,28 @@ int nk_unary_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
   else
     nk_for_each_plan(task->operands, 2, same ? same_loop : mixed_loop, &p, sizeof p);
   return 0;
+}
+
+/* The captured routine as one expression, for adaptive eager's compiled
+ * groups (nrt_row_expr): a float32 op with a vector body
+ * (unary_vec_body.h), which its contiguous rows run -- the compiled groups
+ * take dense rows only.  float32 only, as binary's (nk_binary_row_expr). */
+bool nk_unary_row_expr(const nrt_row_entry *entry, nrt_row_expr *x) {
+  const void *pv;
+  if (nk_captured_loop(entry, &pv) != same_loop) return false;
+  const unary_plan *p = pv;
+  if (p->out != NRT_FLOAT32 || p->in != NRT_FLOAT32 || !p->vec) return false;
+  switch (p->op) {
+#define NK_VEC_CASE(OP) case OP:
+    NK_UNARY_VEC_OPS(NK_VEC_CASE)
+#undef NK_VEC_CASE
+    break;
+  default: return false;
+  }
+  snprintf(x->code, sizeof x->code, "nk_unary_vec_body((nk_unary_op)%d, $1)", (int)p->op);
+  x->in_dtype[1] = (uint8_t)p->in;
+  x->n_scalars = 0;
+  return true;
 }
 
 /* =================================================================== backward */

@@ -14,6 +14,14 @@
 #include "neuron_kernels.h"
 #include "elementwise/unary_ops.h"
 
+/* the ops with a vector body (unary_vec_body.h) */
+#define NK_UNARY_VEC_OPS(X)                                                                        \
+  X(NK_UNARY_EXP) X(NK_UNARY_EXP2) X(NK_UNARY_EXPM1) X(NK_UNARY_LOG) X(NK_UNARY_LOG2)              \
+  X(NK_UNARY_LOG10) X(NK_UNARY_LOG1P) X(NK_UNARY_ERF) X(NK_UNARY_ERFC) X(NK_UNARY_SIN)             \
+  X(NK_UNARY_COS) X(NK_UNARY_ATAN) X(NK_UNARY_SIGMOID) X(NK_UNARY_SILU) X(NK_UNARY_TANH)           \
+  X(NK_UNARY_GELU) X(NK_UNARY_GELU_TANH) X(NK_UNARY_RELU) X(NK_UNARY_ABS) X(NK_UNARY_NEG)          \
+  X(NK_UNARY_SQRT) X(NK_UNARY_RSQRT) X(NK_UNARY_RECIPROCAL) X(NK_UNARY_LOG_SIGMOID)
+
 typedef bool (*nk_unary_vec_fn)(nk_unary_op op, int64_t n, float *out, const float *x,
                                 const nk_uprm *p);
 

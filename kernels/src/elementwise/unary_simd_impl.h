@@ -27,12 +27,8 @@
  * NaN and the infinities give what the scalar code gives.  Whole rows go
  * through the vector body (the tail with masked loads/stores), so results
  * never depend on how the row was split between threads. */
-#include "common/simd_act_f32.h"
-#include "common/simd_erf_f32.h"
-#include "common/simd_exp_f32.h"
-#include "common/simd_log_f32.h"
-#include "common/simd_trig_f32.h"
 #include "elementwise/unary_simd.h"
+#include "elementwise/unary_vec_body.h"
 #ifdef UNARY_HALF_NAME
 #include <string.h>
 
@@ -40,59 +36,15 @@
 #endif
 
 
-static inline VT body(nk_unary_op op, VT x) {
-  switch (op) {
-  case NK_UNARY_EXP: return vexp(x);
-  case NK_UNARY_EXP2: return vexp2(x);
-  case NK_UNARY_EXPM1: return vexpm1(x);
-  case NK_UNARY_LOG: return vlog(x);
-  case NK_UNARY_LOG2: return vlog2(x);
-  case NK_UNARY_LOG10: return vlog10(x);
-  case NK_UNARY_LOG1P: return vlog1p(x);
-  case NK_UNARY_ERF: return verf(x);
-  case NK_UNARY_ERFC: return verfc(x);
-  case NK_UNARY_SIN: return vsin(x);
-  case NK_UNARY_COS: return vcos(x);
-  case NK_UNARY_ATAN: return vatan(x);
-  case NK_UNARY_SIGMOID: return vsigmoid(x);
-  case NK_UNARY_SILU: return vdiv_fast(x, VADD(VSET(1.0), vexp(VXOR(x, VSET(-0.0f)))));
-  case NK_UNARY_TANH: return vtanh(x);
-  case NK_UNARY_GELU: return VMUL(VMUL(x, VSET(0.5)), one_plus_erf(x));
-  case NK_UNARY_GELU_TANH: {
-    VT x3 = VMUL(VMUL(x, x), x);
-    VT u = VMUL(VSET(0.7978845608028654), VFMADD(VSET(0.044715), x3, x));
-    return vdiv_fast(x, VADD(VSET(1.0), vexp(VMUL(u, VSET(-2.0)))));
-  }
-  case NK_UNARY_RELU:
-    return VSEL(VCMP(x, VZERO(), LT), VZERO(), x);
-  case NK_UNARY_LOG_SIGMOID: /* min(x, 0) - log1p(exp(-|x|)), the scalar form */
-    return VSUB(VSEL(VCMP(x, VZERO(), LT), x, VZERO()), vlog1p(vexp(VXOR(vabs(x), VSET(-0.0f)))));
-  case NK_UNARY_ABS: return vabs(x);
-  /* correctly rounded, as sqrtf and 1.0f / x are: the same bits */
-  case NK_UNARY_SQRT: return VSQRT(x);
-  case NK_UNARY_RSQRT: return VDIV(VSET(1.0), VSQRT(x));
-  case NK_UNARY_RECIPROCAL: return VDIV(VSET(1.0), x);
-  default: return VXOR(x, VSET(-0.0f)); /* NEG */
-  }
-}
-
 static inline void row(nk_unary_op op, int64_t n, float *out, const float *x) {
   int64_t i = 0;
-  for (; i + LANES <= n; i += LANES) VSTOREU(out + i, body(op, VLOADU(x + i)));
+  for (; i + LANES <= n; i += LANES) VSTOREU(out + i, nk_unary_vec_body(op, VLOADU(x + i)));
   if (i < n) {
     const int rem = (int)(n - i);
     const VTAIL mask = TAIL_MASK(rem);
-    TAIL_STORE(out + i, mask, body(op, TAIL_LOAD(x + i, mask)));
+    TAIL_STORE(out + i, mask, nk_unary_vec_body(op, TAIL_LOAD(x + i, mask)));
   }
 }
-
-/* the ops with a vector body */
-#define NK_UNARY_VEC_OPS(X)                                                                        \
-  X(NK_UNARY_EXP) X(NK_UNARY_EXP2) X(NK_UNARY_EXPM1) X(NK_UNARY_LOG) X(NK_UNARY_LOG2)              \
-  X(NK_UNARY_LOG10) X(NK_UNARY_LOG1P) X(NK_UNARY_ERF) X(NK_UNARY_ERFC) X(NK_UNARY_SIN)             \
-  X(NK_UNARY_COS) X(NK_UNARY_ATAN) X(NK_UNARY_SIGMOID) X(NK_UNARY_SILU) X(NK_UNARY_TANH)           \
-  X(NK_UNARY_GELU) X(NK_UNARY_GELU_TANH) X(NK_UNARY_RELU) X(NK_UNARY_ABS) X(NK_UNARY_NEG)          \
-  X(NK_UNARY_SQRT) X(NK_UNARY_RSQRT) X(NK_UNARY_RECIPROCAL) X(NK_UNARY_LOG_SIGMOID)
 
 #ifdef UNARY_NAME
 bool UNARY_NAME(nk_unary_op op, int64_t n, float *out, const float *x, const nk_uprm *p) {
@@ -114,11 +66,11 @@ bool UNARY_NAME(nk_unary_op op, int64_t n, float *out, const float *x, const nk_
 static inline void half_row(nk_unary_op op, nrt_dtype t, int64_t n, uint16_t *out,
                             const uint16_t *x) {
   int64_t i = 0;
-  for (; i + LANES <= n; i += LANES) nk_h16_store_avx512(t, out + i, body(op, nk_h16_load_avx512(t, x + i)));
+  for (; i + LANES <= n; i += LANES) nk_h16_store_avx512(t, out + i, nk_unary_vec_body(op, nk_h16_load_avx512(t, x + i)));
   if (i < n) {
     uint16_t in[LANES] = {0}, res[LANES];
     memcpy(in, x + i, (size_t)(n - i) * sizeof *in);
-    nk_h16_store_avx512(t, res, body(op, nk_h16_load_avx512(t, in)));
+    nk_h16_store_avx512(t, res, nk_unary_vec_body(op, nk_h16_load_avx512(t, in)));
     memcpy(out + i, res, (size_t)(n - i) * sizeof *res);
   }
 }

@@ -1,0 +1,158 @@
+"""Adaptive eager's compiled groups (runtime/src/fusion_jit.c): a group whose
+ops all have a vector expression runs as one generated loop, intermediates
+in registers; its results are unfused execution's, bit for bit.
+
+The tests build in sync mode into a fresh cache, so every group here is
+compiled before it runs; the counters prove it (groups_compiled)."""
+
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import torch_neuronx
+from torch_neuronx import _C
+from torch_neuronx import adaptive
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import programs  # noqa: E402
+from test_adaptive import FUSES, assert_same, run_modes  # noqa: E402
+
+SYNC, DEFAULT = 2, -1
+
+
+@pytest.fixture
+def compiled(tmp_path):
+    adaptive._configure_compiled_groups(str(tmp_path))
+    _C._set_fusion_jit_mode(SYNC)
+    yield tmp_path
+    _C._set_fusion_jit_mode(DEFAULT)
+    adaptive._configure_compiled_groups()
+    torch_neuronx.set_adaptive_eager(True)
+
+
+def inputs(*shapes, special=False):
+    g = torch.Generator().manual_seed(7)
+    out = []
+    for shape in shapes:
+        t = torch.randn(shape, generator=g) * 3
+        if special:  # NaN, +-inf, +-0, subnormals, huge values, in place
+            flat = t.view(-1)
+            vals = torch.tensor([float("nan"), float("inf"), -float("inf"), 0.0, -0.0, 1e-40,
+                                 -3e-39, 88.5, -104.0, 1e30])
+            flat[: vals.numel() * 37: 37] = vals[: flat[: vals.numel() * 37: 37].numel()]
+        out.append(t.to("neuron"))
+    return out
+
+
+def gelu_primitives(x):
+    k = math.sqrt(2 / math.pi)
+    return [(x * 0.5) * ((((x * x) * x * 0.044715 + x) * k).tanh() + 1)]
+
+
+# (name, inputs, program): each program returns the values compared
+# Where both operands of an add or a multiply are NaN, x86 returns the first
+# source's NaN, and the compiler picks which operand is first (they commute)
+# separately in the kernels and in a group's generated code: the sign or
+# payload of such a NaN can differ.  Why compiling is off by default.
+NAN_ORDER = pytest.mark.xfail(strict=True, reason="NaN op NaN: which NaN (sign, payload) comes back "
+                              "depends on the operand order the compiler chose")
+
+CASES = [
+    ("gelu_tail", lambda: inputs((1 << 16) + 7), gelu_primitives),
+    ("chain", lambda: inputs(1 << 16), lambda x: [((x * 1.5 + 0.25).sigmoid() * x - 0.5).relu()]),
+    pytest.param("chain_special", lambda: inputs(1 << 16, special=True),
+                 lambda x: [((x * 1.5 + 0.25).sigmoid() * x - 0.5).relu()], marks=NAN_ORDER),
+    ("transcendentals", lambda: inputs(40000, 40000),
+     lambda x, y: [((x.exp() + y.log1p()) / (y.erf() - x.atan())).sin() * x.abs().sqrt()]),
+    pytest.param("transcendentals_special", lambda: inputs(40000, 40000, special=True),
+                 lambda x, y: [((x.exp() + y.log1p()) / (y.erf() - x.atan())).sin() * x.sqrt()],
+                 marks=NAN_ORDER),
+    ("tensors_and_division", lambda: inputs(50001, 50001, 50001),
+     lambda x, a, b: [(x * a + b) / (a * a + 1), x - b]),
+    ("row_broadcast", lambda: inputs((300, 1), (300, 700)),
+     lambda m, x: [((x - m) * (m + 2)).tanh() * x]),
+    ("in_place", lambda: inputs(1 << 16, 1 << 16),
+     lambda m, g: [m.mul_(0.9).add_(g, alpha=0.1).sigmoid_().mul_(g), m]),
+]
+
+
+@pytest.mark.parametrize("name,make,program", CASES,
+                         ids=[c.values[0] if hasattr(c, "marks") else c[0] for c in CASES])
+def test_compiled_group_is_bitwise_unfused(compiled, name, make, program):
+    def run():
+        torch.neuron._sleep(30_000_000)  # a busy stream: the program queues behind it
+        vals = program(*make())
+        torch.neuron.synchronize()
+        return [v.cpu() for v in vals]
+    torch_neuronx.reset_adaptive_eager_stats()
+    results, _ = run_modes(run)
+    assert_same(results)
+    stats = torch_neuronx.adaptive_eager_stats()
+    if FUSES:
+        # built here, or earlier in this process (the same code is loaded once)
+        assert stats["groups_compiled"] >= 1 and stats["group_build_failures"] == 0, stats
+
+
+def test_groups_without_expressions_keep_row_loops(compiled):
+    """bfloat16 and a transposed operand are not compiled (float32 dense
+    rows only), and still fuse in row mode."""
+    def run():
+        torch.neuron._sleep(30_000_000)
+        x, y = inputs((512, 256), (256, 512))
+        h = x.to(torch.bfloat16)
+        out = [((h * 1.5 + 0.25).sigmoid() * h).relu(), ((x * 2 + y.t()).tanh() + 1) * x]
+        torch.neuron.synchronize()
+        return [v.cpu() for v in out]
+    results, _ = run_modes(run)
+    assert_same(results)
+    torch_neuronx.reset_adaptive_eager_stats()
+    run()
+    stats = torch_neuronx.adaptive_eager_stats()
+    if FUSES:
+        assert stats["groups_in_rows"] >= 1 and stats["groups_compiled"] == 0, stats
+
+
+@pytest.mark.parametrize("seed", range(0, 40, 2))
+def test_random_programs_compiled(compiled, seed):
+    inputs_, steps, side = programs.draw(seed)
+    results, _ = run_modes(lambda: programs.run(inputs_, steps, side))
+    assert_same(results)
+
+
+CACHE_SCRIPT = """
+import math, torch, torch_neuronx
+x = torch.randn((1 << 16) + 3, device="neuron")
+torch.neuron._sleep(30_000_000)
+y = (x * 0.5) * ((((x * x) * x * 0.044715 + x) * math.sqrt(2 / math.pi)).tanh() + 1)
+y.cpu()
+s = torch_neuronx.adaptive_eager_stats()
+print(s["groups_compiled"], s["group_builds"])
+"""
+
+
+def test_second_process_reuses_the_cache(tmp_path):
+    env = dict(os.environ, TORCHNEURON_FUSION_CACHE=str(tmp_path), TORCHNEURON_FUSION_COMPILE="sync")
+    runs = []
+    for _ in range(2):
+        r = subprocess.run([sys.executable, "-c", CACHE_SCRIPT], env=env, capture_output=True,
+                           text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        runs.append([int(v) for v in r.stdout.split()])
+    if FUSES:
+        assert runs[0] == [1, 1] and runs[1] == [1, 0], runs  # built once, then loaded
+    off = subprocess.run([sys.executable, "-c", CACHE_SCRIPT], capture_output=True, text=True,
+                         env=dict(env, TORCHNEURON_FUSION_COMPILE="0"), timeout=300)
+    assert off.returncode == 0 and off.stdout.split() == ["0", "0"], off.stderr
+
+
+def test_bad_compile_mode():
+    env = dict(os.environ, TORCHNEURON_FUSION_COMPILE="maybe")
+    r = subprocess.run([sys.executable, "-c", "import torch; torch.ones(2, device='neuron')"],
+                       env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0
+    assert "TORCHNEURON_FUSION_COMPILE" in r.stderr and "0, 1 or sync" in r.stderr
