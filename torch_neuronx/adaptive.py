@@ -25,10 +25,8 @@ own vector code, so the bits stay those of unfused execution.  The build
 runs on a background thread with the system C compiler (``TORCHNEURON_CC``,
 default ``gcc``) into a disk cache (``TORCHNEURON_FUSION_CACHE``, default
 ``~/.cache/torch_neuronx/fusion``); until it is loaded the group runs as
-before.  Compiling is off by default (``TORCHNEURON_FUSION_COMPILE=1``
-turns it on, ``sync`` builds before the group runs): where both operands of
-an add or a multiply are NaN, which NaN comes back (its sign, its payload)
-can differ from unfused execution; every other element is the same.
+before.  ``TORCHNEURON_FUSION_COMPILE=0`` turns compiling off, ``sync``
+builds before the group runs.
 """
 
 from __future__ import annotations

@@ -330,7 +330,7 @@ int nrt_adaptive_mode(void);
  * builds a group's code on a background thread (the group and its repeats
  * run the captured loops until the library is loaded); SYNC builds it
  * before running the group (tests).  TORCHNEURON_FUSION_COMPILE=0|1|sync
- * sets the mode at start-up (default 0: see fusion_jit.c); TORCHNEURON_CC names the
+ * sets the mode at start-up (default 1); TORCHNEURON_CC names the
  * compiler (default gcc). */
 enum { NRT_FUSION_JIT_OFF = 0, NRT_FUSION_JIT_ON = 1, NRT_FUSION_JIT_SYNC = 2 };
 void nrt_fusion_jit_set_target(const char *prelude, const char *flags);

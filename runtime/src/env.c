@@ -87,7 +87,7 @@ nrt_status nrt_config_from_env(nrt_config *cfg) {
                       .num_threads = cores > 0 ? (int)cores : 1,
                       .launch_blocking = 0,
                       .adaptive = NRT_ADAPTIVE_ON,
-                      .fusion_compile = NRT_FUSION_JIT_OFF, /* NaN payloads: fusion_jit.c */
+                      .fusion_compile = NRT_FUSION_JIT_ON,
                       .trace_capacity = 65536};
   const char *v;
   long n;

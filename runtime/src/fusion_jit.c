@@ -25,15 +25,11 @@
  * Scalars (alpha, a Python number's value) are arguments, not text: an
  * optimizer step whose learning rate changes reuses its code.
  *
- * Off by default (TORCHNEURON_FUSION_COMPILE=1 or sync turns it on), for
- * one known difference: where both operands of an add or a multiply are
- * NaN, x86 returns the first source's NaN, and the compiler chooses the
- * order of commutative operands separately in a kernel and in a group's
- * code, so such a NaN's sign or payload can differ from unfused execution
- * (tests/adaptive/test_compiled_groups.py keeps the cases as expected
- * failures).  Every other element is bit for bit unfused execution's.
- * The fix is one operand order for both (inline assembly in the vector
- * op, and in the kernels' loops, including their memory-operand forms). */
+ * NaN: where both operands of an add or a multiply are NaN, x86 returns the
+ * first source's, and a compiler may swap commutative operands differently
+ * in a kernel and in a group's code; binary_vec_op.h fixes the order in
+ * assembly for both, and the kernels' float32 rows run their heads and
+ * tails as masked vectors, so every element takes that one op. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>

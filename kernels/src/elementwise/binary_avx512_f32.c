@@ -1,6 +1,14 @@
 /* binary_avx512_f32.c — float32, AVX-512F binary loops, 16 lanes, 4x unrolled.
  * Compiled with -mavx512f (kernels/CMakeLists.txt); called only when
  * nk_cpu_isa() allows it.  The loop itself is binary_simd_loop.h. */
+#include "common/simd_avx512_f32.h"
+#include "elementwise/binary_vec_op.h"
+/* the one float32 op (binary_vec_op.h: a fixed operand order for NaN), on
+ * every element: the row's unaligned head and its tail take it masked */
+#define NK_VEC_OP nk_binop_vec
+#define NK_TAIL_MASK(r) TAIL_MASK(r)
+#define NK_TAIL_LOAD(p, m) TAIL_LOAD(p, m)
+#define NK_TAIL_STORE(p, m, v) TAIL_STORE(p, m, v)
 #define NK_VEC __m512
 #define NK_SCALAR float
 #define NK_LANES 16
