@@ -297,6 +297,9 @@ typedef void (*nrt_row_fn)(void *ctx, int64_t n, char *const *data, const int64_
 #define NRT_ROW_EXPR_SCALARS 4
 typedef struct nrt_row_expr {
   char code[NRT_ROW_EXPR_CODE];
+  bool dense_inputs; /* the expression is the routine's only where every input
+                        is a dense row (no stride-0 operand: the kernel would
+                        take another path for those) */
   uint8_t in_dtype[NRT_MAX_OPERANDS];
   uint8_t n_scalars;
   float scalars[NRT_ROW_EXPR_SCALARS];

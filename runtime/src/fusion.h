@@ -131,24 +131,33 @@ typedef struct fuse_group {
   int64_t row; /* row mode's elements per row */
 } fuse_group;
 
-/* A group compiled into one row function (fusion_jit.c): per row, the
- * generated code gets n, the row pointer of each (member, operand) pair in
- * args (p[a]), and the members' scalars (k); intermediates live in
- * registers. */
-#define FUSE_JIT_MAX_ARGS 96
-#define FUSE_JIT_MAX_SCALARS 64
+/* A group compiled (fusion_jit.c): its members cut into segments where no
+ * value crosses (independent chains: each parameter of an optimizer step,
+ * each evaluation of an expression), each segment one generated row
+ * function, so a program's repeated chains share one build.  Per row, a
+ * segment's code gets n, the row pointer of each (member, operand) pair in
+ * its args (p[a]) and its scalars (k); intermediates live in registers. */
+#define FUSE_JIT_MAX_ARGS 512
+#define FUSE_JIT_MAX_SCALARS 256
+#define FUSE_JIT_MAX_SEGMENTS FUSE_MAX_MEMBERS
 typedef void (*fuse_jit_fn)(int64_t n, char *const *p, const float *k);
+typedef struct fuse_jit_segment {
+  fuse_jit_fn fn;
+  int first_arg, first_scalar;
+} fuse_jit_segment;
 typedef struct fuse_jit {
-  fuse_jit_fn fn; /* NULL: not (yet) compiled */
+  bool ready; /* every segment's code is loaded */
+  int n_segments;
+  fuse_jit_segment seg[FUSE_JIT_MAX_SEGMENTS];
   int n_args;
   int16_t arg_member[FUSE_JIT_MAX_ARGS], arg_operand[FUSE_JIT_MAX_ARGS];
   int n_scalars;
   float scalars[FUSE_JIT_MAX_SCALARS];
 } fuse_jit;
 
-/* fusion_jit.c: generates the group's code into src (cap bytes) and looks
- * it up; ready code sets jit->fn (a first sight queues its build, or builds
- * it now in sync mode).  False, jit->fn NULL, when some member has no
+/* fusion_jit.c: generates each segment's code into src (cap bytes) and
+ * looks it up; jit->ready when all are loaded (a first sight queues its
+ * build, or builds it now in sync mode).  False when some member has no
  * expression, an operand is neither dense nor row-invariant, or compiling
  * is off. */
 bool nrt_fusion_jit_prepare(const fuse_group *g, const nrt_row_entry *entries, fuse_jit *jit,
@@ -174,7 +183,7 @@ size_t nrt_fusion_stage_bytes(const fuse_group *g); /* a worker's staging rows *
 void nrt_fusion_run_rows(const fuse_group *g, const nrt_row_entry *entries, int64_t t,
                          unsigned char *scratch, const size_t *slot_offset,
                          unsigned char *stage);
-/* One tile in rows through the group's compiled code (jit->fn set). */
+/* One tile in rows through the group's compiled code (jit->ready). */
 void nrt_fusion_run_rows_jit(const fuse_group *g, const nrt_row_entry *entries, const fuse_jit *jit,
                              int64_t t);
 

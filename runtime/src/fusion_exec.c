@@ -24,7 +24,7 @@ struct nrt_fusion {
   fuse_group g;
   bool rows; /* run in rows through entries (fusion_rows.c) */
   nrt_row_entry entries[FUSE_MAX_MEMBERS];
-  fuse_jit jit; /* rows through compiled code when jit.fn is set (fusion_jit.c) */
+  fuse_jit jit; /* rows through compiled code when jit.ready (fusion_jit.c) */
   char source[32768];
   int n_workers;
   worker *workers;
@@ -149,7 +149,7 @@ static void run_tiles(void *arg, int64_t begin, int64_t end, int w) {
   nrt_fusion *st = r->st;
   const fuse_group *g = &st->g;
   worker *wk = &st->workers[w];
-  if (st->jit.fn) {
+  if (st->jit.ready) {
     for (int64_t t = begin; t < end; t++) nrt_fusion_run_rows_jit(g, st->entries, &st->jit, t);
     return;
   }
@@ -348,7 +348,7 @@ uint64_t nrt_fusion_run(nrt_fusion **state, nrt_exec_ctx *ctx, nrt_stream *s, co
   if (!ensure_scratch(st)) return 0; /* out of host memory: run unfused */
   st->rows = capture_rows(st, ctx);
   if (!st->rows || !nrt_fusion_jit_prepare(g, st->entries, &st->jit, st->source, sizeof st->source))
-    st->jit.fn = NULL;
+    st->jit.ready = false;
   const int tracing = nrt_trace_enabled();
   const uint64_t start = tracing ? nrt_now_ns() : 0;
   if (nrt_adaptive_mode() == NRT_ADAPTIVE_VERIFY) run_verified(st, ctx, s);
@@ -360,8 +360,8 @@ uint64_t nrt_fusion_run(nrt_fusion **state, nrt_exec_ctx *ctx, nrt_stream *s, co
   if (st->rows) {
     atomic_fetch_add(&stat_rows, 1);
     if (g->row > FUSE_ROW_ELEMENTS) atomic_fetch_add(&stat_long_rows, 1);
-    if (st->jit.fn) atomic_fetch_add(&stat_compiled, 1);
-    for (int s = 0; s < g->n_stage && !st->jit.fn; s++)
+    if (st->jit.ready) atomic_fetch_add(&stat_compiled, 1);
+    for (int s = 0; s < g->n_stage && !st->jit.ready; s++)
       atomic_fetch_add(&stat_streamed, (uint64_t)g->numel * g->versions[g->stage_version[s]].esize);
   }
   atomic_fetch_add(&stat_tasks, (uint64_t)g->n_members);

@@ -119,18 +119,21 @@ typedef struct gen {
   text head, body; /* row-invariant values; the per-vector work */
   int value[FUSE_MAX_VERSIONS]; /* the variable holding a version, or -1 */
   int vars;
+  int first_arg, first_scalar; /* the segment's first in jit's arrays */
+  int end;                     /* the member after the segment */
   bool lanes[FUSE_JIT_MAX_VARS]; /* a block of NK_U vectors, else one row-invariant vector */
 } gen;
 
 /* a variable's use in an expression */
 static void use(gen *s, text *t, int var) { put(t, s->lanes[var] ? "v%d[u]" : "v%d", var); }
 
+/* A new argument of the segment: its index in the segment's p[]. */
 static int add_arg(gen *s, int member, int operand) {
   fuse_jit *j = s->jit;
   if (j->n_args == FUSE_JIT_MAX_ARGS) return -1;
   j->arg_member[j->n_args] = (int16_t)member;
   j->arg_operand[j->n_args] = (int16_t)operand;
-  return j->n_args++;
+  return j->n_args++ - s->first_arg;
 }
 
 /* A variable holding operand k of member i as a float32 vector, or -1. */
@@ -139,6 +142,7 @@ static int input(gen *s, int i, int k, const nrt_row_entry *e) {
   const fuse_member *m = &g->members[i];
   const int inner = g->ndim - 1, dtype = e->expr.in_dtype[k];
   const bool invariant = e->fixed[k] || m->konst[k] >= 0;
+  if (invariant && e->expr.dense_inputs) return -1;
   if (!invariant) {
     const int v = m->version[k];
     if (s->value[v] >= 0) return s->value[v]; /* written or loaded earlier in the group */
@@ -155,6 +159,7 @@ static int input(gen *s, int i, int k, const nrt_row_entry *e) {
       s->lanes[s->vars] = true;
       return s->value[v] = s->vars++;
     }
+    if (e->expr.dense_inputs) return -1;
   } else if (!e->fixed[k] && dtype != m->ops[k].dtype) {
     return -1; /* a constant is read as its own dtype */
   }
@@ -165,6 +170,21 @@ static int input(gen *s, int i, int k, const nrt_row_entry *e) {
   put(&s->head, "  const VT v%d = nk_jit_bcast((nrt_dtype)%d, a%d);\n", s->vars, dtype, a);
   if (!invariant) s->value[m->version[k]] = s->vars;
   return s->vars++;
+}
+
+/* Whether a later member of the segment writes member i's output bytes
+ * again (an in-place chain: m.mul_(b).add_(g)): its store would be
+ * overwritten before anything reads the memory (later readers in the
+ * segment take the register; no value crosses segments), so only the last
+ * write stores.  Overlapping writes are identical views (fusion.h), so the
+ * same byte range is the same view. */
+static bool overwritten(const gen *s, int i) {
+  const fuse_version *w = &s->g->versions[s->g->members[i].version[0]];
+  for (int j = i + 1; j < s->end; j++) {
+    const fuse_version *later = &s->g->versions[s->g->members[j].version[0]];
+    if (later->lo == w->lo && later->hi == w->hi) return true;
+  }
+  return false;
 }
 
 /* Member i: its expression on its inputs' variables, rounded to its
@@ -182,7 +202,7 @@ static bool member(gen *s, int i, const nrt_row_entry *e) {
   int in[NRT_MAX_OPERANDS];
   for (int k = 1; k < m->task->n_operands; k++)
     if ((in[k] = input(s, i, k, e)) < 0) return false;
-  const int k0 = s->jit->n_scalars;
+  const int k0 = s->jit->n_scalars - s->first_scalar; /* the segment's k[] */
   for (int j = 0; j < e->expr.n_scalars; j++) {
     if (s->jit->n_scalars == FUSE_JIT_MAX_SCALARS) return false;
     s->jit->scalars[s->jit->n_scalars++] = e->expr.scalars[j];
@@ -207,7 +227,7 @@ static bool member(gen *s, int i, const nrt_row_entry *e) {
   }
   put(&s->body, ");\n");
   s->value[m->version[0]] = r;
-  if (out->scratch < 0) {
+  if (out->scratch < 0 && !overwritten(s, i)) {
     const int a = add_arg(s, i, 0);
     if (a < 0) return false;
     /* a large stored output (row mode would stage it) streams past the cache */
@@ -217,15 +237,15 @@ static bool member(gen *s, int i, const nrt_row_entry *e) {
   return true;
 }
 
-/* The group's source into src: the prelude, then nk_fused_row. */
-static bool generate(const fuse_group *g, const nrt_row_entry *entries, fuse_jit *jit,
-                     const char *pre, char *src, size_t cap) {
+/* Segment [from, to)'s source into src: the prelude, then nk_fused_row. */
+static bool generate(const fuse_group *g, const nrt_row_entry *entries, fuse_jit *jit, int from,
+                     int to, const char *pre, char *src, size_t cap) {
   char head[8192], body[24576];
   gen s = {.g = g, .jit = jit, .head = {head, sizeof head, 0, false},
-           .body = {body, sizeof body, 0, false}};
+           .body = {body, sizeof body, 0, false}, .first_arg = jit->n_args,
+           .first_scalar = jit->n_scalars, .end = to};
   for (int v = 0; v < FUSE_MAX_VERSIONS; v++) s.value[v] = -1;
-  jit->n_args = jit->n_scalars = 0;
-  for (int i = 0; i < g->n_members; i++)
+  for (int i = from; i < to; i++)
     if (!entries[i].expr.code[0] || !member(&s, i, &entries[i])) return false;
   if (s.head.full || s.body.full) return false;
   text t = {src, cap, 0, false};
@@ -233,7 +253,7 @@ static bool generate(const fuse_group *g, const nrt_row_entry *entries, fuse_jit
   /* the row pointers as locals: stores through char pointers could
    * otherwise change p[] for all the compiler knows, so it reloads them */
   put(&t, "void nk_fused_row(int64_t n, char *const *p, const float *k) {\n");
-  for (int a = 0; a < jit->n_args; a++) put(&t, "  char *const a%d = p[%d];\n", a, a);
+  for (int a = 0; a < jit->n_args - s.first_arg; a++) put(&t, "  char *const a%d = p[%d];\n", a, a);
   put(&t, "%s", head);
   put(&t, "  int64_t i = 0;\n#define NK_U NK_JIT_BLOCK\n");
   put(&t, "  for (; i + NK_U * NK_JIT_LANES <= n; i += NK_U * NK_JIT_LANES) {\n");
@@ -242,6 +262,26 @@ static bool generate(const fuse_group *g, const nrt_row_entry *entries, fuse_jit
   put(&t, "    const int rem = n - i < NK_JIT_LANES ? (int)(n - i) : NK_JIT_LANES;\n%s  }\n", body);
   put(&t, "#undef NK_U\n}\n");
   return !t.full;
+}
+
+/* The segments: a cut after member i where no value a member up to i
+ * wrote is read after i.  Running the segments one after the other on a
+ * row keeps every element's program order (members run in order, and
+ * aliasing views are identical: fusion.h). */
+static int segments(const fuse_group *g, int *end) {
+  int last_read[FUSE_MAX_VERSIONS];
+  for (int v = 0; v < g->n_versions; v++) last_read[v] = -1;
+  for (int i = 0; i < g->n_members; i++)
+    for (int k = 1; k < g->members[i].task->n_operands; k++)
+      if (g->members[i].konst[k] < 0) last_read[g->members[i].version[k]] = i;
+  int n = 0, reach = -1;
+  for (int i = 0; i < g->n_members; i++) {
+    const int w = g->members[i].version[0];
+    if (last_read[w] > reach) reach = last_read[w];
+    if (reach <= i) end[n++] = i + 1;
+  }
+  if (n == 0 || end[n - 1] != g->n_members) end[n++] = g->n_members;
+  return n;
 }
 
 /* ------------------------------------------------------------ builds */
@@ -296,7 +336,8 @@ static fuse_jit_fn load(const char *path) {
 }
 
 /* Runs the compiler on the job's source (a snapshot of the configuration
- * taken under the lock); its output goes to <library>.log. */
+ * taken under the lock); its output goes to <library>.log, kept with the
+ * source when the build fails. */
 static bool compile(const char *cc, const char *flags, const char *includes, const char *dir,
                     const char *src, const char *so) {
   char c_path[4096], tmp_so[4096], log_path[4096];
@@ -316,13 +357,14 @@ static bool compile(const char *cc, const char *flags, const char *includes, con
   char *argv[96];
   int n = 0;
   argv[n++] = (char *)cc;
-  for (char *w = strtok(words, " "); w && n < 60; w = strtok(NULL, " ")) argv[n++] = w;
+  char *save;
+  for (char *w = strtok_r(words, " ", &save); w && n < 60; w = strtok_r(NULL, " ", &save)) argv[n++] = w;
   static char *const fixed[] = {"-O3", "-std=c11", "-ffp-contract=off", "-fno-fast-math",
                                 "-fPIC", "-shared", "-w"};
   for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++) argv[n++] = fixed[i];
   char inc_args[16][1100];
   int n_inc = 0;
-  for (char *d = strtok(incs, ":"); d && n_inc < 16; d = strtok(NULL, ":")) {
+  for (char *d = strtok_r(incs, ":", &save); d && n_inc < 16; d = strtok_r(NULL, ":", &save)) {
     snprintf(inc_args[n_inc], sizeof inc_args[n_inc], "-I%s", d);
     argv[n++] = inc_args[n_inc++];
   }
@@ -341,10 +383,13 @@ static bool compile(const char *cc, const char *flags, const char *includes, con
   if (rc == 0)
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
-  unlink(c_path);
   const bool ok = rc == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 && rename(tmp_so, so) == 0;
-  if (!ok) unlink(tmp_so);
-  else unlink(log_path);
+  if (!ok) { /* the source stays beside its log */
+    unlink(tmp_so);
+  } else {
+    unlink(log_path);
+    unlink(c_path);
+  }
   return ok;
 }
 
@@ -454,9 +499,37 @@ static bool enqueue(uint64_t key, const char *src) {
   return true;
 }
 
+/* The loaded code of one segment's source, queueing (or, in sync mode,
+ * running) its build at first sight; NULL until it is loaded. */
+static fuse_jit_fn lookup(const char *src, uint64_t salt, int mode) {
+  const uint64_t key = fnv1a(salt, src);
+  fuse_jit_fn fn = NULL;
+  pthread_mutex_lock(&lock);
+  slot *sl = find(key);
+  if (sl && sl->state == SLOT_READY) fn = sl->fn;
+  const bool build_now = sl && sl->state == SLOT_EMPTY && mode == NRT_FUSION_JIT_SYNC;
+  const bool wait = sl && sl->state == SLOT_QUEUED && mode == NRT_FUSION_JIT_SYNC;
+  if (sl && sl->state == SLOT_EMPTY) {
+    sl->key = key;
+    sl->state = SLOT_QUEUED;
+    if (!build_now && !enqueue(key, src)) sl->state = SLOT_FAILED;
+  }
+  pthread_mutex_unlock(&lock);
+  if (build_now) {
+    fn = build(key, src);
+    publish(key, fn);
+  } else if (wait) { /* queued before a switch to sync mode */
+    nrt_fusion_jit_drain();
+    pthread_mutex_lock(&lock);
+    if (sl->key == key && sl->state == SLOT_READY) fn = sl->fn;
+    pthread_mutex_unlock(&lock);
+  }
+  return fn;
+}
+
 bool nrt_fusion_jit_prepare(const fuse_group *g, const nrt_row_entry *entries, fuse_jit *jit,
                             char *src, size_t cap) {
-  jit->fn = NULL;
+  jit->ready = false;
   const int mode = nrt_fusion_jit_mode();
   if (mode == NRT_FUSION_JIT_OFF) return false;
   pthread_once(&atfork_once, install_atfork);
@@ -466,26 +539,18 @@ bool nrt_fusion_jit_prepare(const fuse_group *g, const nrt_row_entry *entries, f
   snprintf(pre, sizeof pre, "%s", prelude ? prelude : "");
   const uint64_t salt = fnv1a(1469598103934665603ull, target_flags ? target_flags : "");
   pthread_mutex_unlock(&lock);
-  if (!configured || !generate(g, entries, jit, pre, src, cap)) return false;
-  const uint64_t key = fnv1a(salt, src);
-  pthread_mutex_lock(&lock);
-  slot *sl = find(key);
-  if (sl && sl->state == SLOT_READY) jit->fn = sl->fn;
-  const bool build_now = sl && sl->state == SLOT_EMPTY && mode == NRT_FUSION_JIT_SYNC;
-  if (sl && sl->state == SLOT_EMPTY) {
-    sl->key = key;
-    sl->state = SLOT_QUEUED;
-    if (!build_now && !enqueue(key, src)) sl->state = SLOT_FAILED;
+  if (!configured) return false;
+  int end[FUSE_JIT_MAX_SEGMENTS];
+  jit->n_segments = segments(g, end);
+  jit->n_args = jit->n_scalars = 0;
+  bool ready = true;
+  for (int s = 0, from = 0; s < jit->n_segments; from = end[s++]) {
+    fuse_jit_segment *seg = &jit->seg[s];
+    seg->first_arg = jit->n_args;
+    seg->first_scalar = jit->n_scalars;
+    if (!generate(g, entries, jit, from, end[s], pre, src, cap)) return false;
+    /* every segment is looked up (and queued) even after one is missing */
+    ready &= (seg->fn = lookup(src, salt, mode)) != NULL;
   }
-  pthread_mutex_unlock(&lock);
-  if (build_now) {
-    jit->fn = build(key, src);
-    publish(key, jit->fn);
-  } else if (!jit->fn && mode == NRT_FUSION_JIT_SYNC && sl && sl->state == SLOT_QUEUED) {
-    nrt_fusion_jit_drain(); /* queued in ON mode before the switch */
-    pthread_mutex_lock(&lock);
-    if (sl->key == key && sl->state == SLOT_READY) jit->fn = sl->fn;
-    pthread_mutex_unlock(&lock);
-  }
-  return jit->fn != NULL;
+  return jit->ready = ready;
 }

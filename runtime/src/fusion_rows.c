@@ -82,7 +82,7 @@ static char *row_ptr(const rows *r, const fuse_member *m, const nrt_row_entry *e
   return element_at(g, full, idx, j);
 }
 
-/* The compiled group on a row: every (member, operand) pair it reads or
+/* The compiled group on a row, segment by segment: every (member, operand) pair it reads or
  * stores, at this row (dead intermediates are registers; nothing is
  * staged: its stores go to memory directly). */
 static void run_row_jit(const rows *r, const int64_t *idx, int64_t j0, int64_t n) {
@@ -97,7 +97,8 @@ static void run_row_jit(const rows *r, const int64_t *idx, int64_t j0, int64_t n
            : m->konst[k] >= 0 ? (char *)g->consts[m->konst[k]].value
                                : element_at(g, &m->ops[k], idx, j0);
   }
-  jit->fn(n, p, jit->scalars);
+  for (int s = 0; s < jit->n_segments; s++)
+    jit->seg[s].fn(n, p + jit->seg[s].first_arg, jit->scalars + jit->seg[s].first_scalar);
 }
 
 static void run_row(const rows *r, const int64_t *idx, int64_t j0, int64_t n) {

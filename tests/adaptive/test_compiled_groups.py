@@ -89,8 +89,9 @@ CASES += [(f"unary_{i}", lambda: inputs(3 * 4096 + 5, 3 * 4096 + 5, special=True
 @pytest.mark.parametrize("name,make,program", CASES, ids=[c[0] for c in CASES])
 def test_compiled_group_is_bitwise_unfused(compiled, name, make, program):
     def run():
+        args = make()
         torch.neuron._sleep(30_000_000)  # a busy stream: the program queues behind it
-        vals = program(*make())
+        vals = program(*args)
         torch.neuron.synchronize()
         return [v.cpu() for v in vals]
     torch_neuronx.reset_adaptive_eager_stats()
@@ -106,8 +107,8 @@ def test_groups_without_expressions_keep_row_loops(compiled):
     """bfloat16 and a transposed operand are not compiled (float32 dense
     rows only), and still fuse in row mode."""
     def run():
-        torch.neuron._sleep(30_000_000)
         x, y = inputs((512, 256), (256, 512))
+        torch.neuron._sleep(30_000_000)
         h = x.to(torch.bfloat16)
         out = [((h * 1.5 + 0.25).sigmoid() * h).relu(), ((x * 2 + y.t()).tanh() + 1) * x]
         torch.neuron.synchronize()

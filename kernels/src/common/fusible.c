@@ -54,7 +54,7 @@ static const struct {
     {NK_KERNEL_COPY, elementwise, nk_copy_kernel, NULL}, /* casts on the device */
     {NK_KERNEL_FILL, elementwise, nk_fill_kernel, NULL}, /* full fills, and device scalars */
     {NK_KERNEL_BINARY, elementwise, nk_binary_kernel, nk_binary_row_expr},
-    {NK_KERNEL_POINTWISE, pointwise, nk_pointwise_kernel, NULL},
+    {NK_KERNEL_POINTWISE, pointwise, nk_pointwise_kernel, nk_pointwise_row_expr},
     {NK_KERNEL_UNARY, elementwise, nk_unary_kernel, nk_unary_row_expr},
     {NK_KERNEL_UNARY_BACKWARD, elementwise, nk_unary_backward_kernel, NULL},
     {NK_KERNEL_REDUCE, nk_reduce_fusion, NULL, NULL}, /* a group's last member, on whole rows */

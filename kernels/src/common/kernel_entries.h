@@ -12,6 +12,7 @@ nrt_fuse_kind nk_reduce_fusion(const nrt_task *task); /* reduce.c */
 /* a captured row routine as an expression, for compiled groups (nrt_row_expr) */
 bool nk_binary_row_expr(const nrt_row_entry *entry, nrt_row_expr *expr);
 bool nk_unary_row_expr(const nrt_row_entry *entry, nrt_row_expr *expr);
+bool nk_pointwise_row_expr(const nrt_row_entry *entry, nrt_row_expr *expr);
 int nk_arange_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 int nk_linspace_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 int nk_binary_kernel(const nrt_task *task, nrt_exec_ctx *ctx);

@@ -18,6 +18,7 @@
  * Integer division by zero sets a flag (the loops run on the compute pool's
  * threads); the task then fails with "ZeroDivisionError", as ATen's CPU
  * raises. */
+#include <stdio.h>
 #include <tgmath.h>
 
 #include "common/dtype_convert.h"
@@ -516,6 +517,25 @@ static bool all_same(const pw_plan *p) {
   if (p->out != want_out) return false;
   for (int k = 0; k < p->n_inputs; k++)
     if (p->in[k] != p->compute) return false;
+  return true;
+}
+
+/* The captured routine as one expression, for adaptive eager's compiled
+ * groups (nrt_row_expr): float32 addcmul and addcdiv on dense rows, which
+ * addc_rows hands to the vector body (pointwise_vec_op.h's op). */
+bool nk_pointwise_row_expr(const nrt_row_entry *entry, nrt_row_expr *x) {
+  const void *pv;
+  if (nk_captured_loop(entry, &pv) != same_loop) return false;
+  const pw_plan *p = pv;
+  if ((p->op != NK_PW_ADDCMUL && p->op != NK_PW_ADDCDIV) || p->compute != NRT_FLOAT32 ||
+      !all_same(p) || !nk_pointwise_pick_vec())
+    return false;
+  snprintf(x->code, sizeof x->code, "nk_pw_addc_vec((nk_pointwise_op)%d, $1, $2, $3, #0)",
+           (int)p->op);
+  for (int k = 1; k <= 3; k++) x->in_dtype[k] = NRT_FLOAT32;
+  x->dense_inputs = true; /* addc_rows takes dense rows only */
+  x->n_scalars = 1;
+  x->scalars[0] = (float)p->s0.f;
   return true;
 }
 

@@ -226,6 +226,7 @@ bool nk_unary_row_expr(const nrt_row_entry *entry, nrt_row_expr *x) {
   }
   snprintf(x->code, sizeof x->code, "nk_unary_vec_body((nk_unary_op)%d, $1)", (int)p->op);
   x->in_dtype[1] = (uint8_t)p->in;
+  x->dense_inputs = true; /* a stride-0 input takes the scalar code */
   x->n_scalars = 0;
   return true;
 }

@@ -3,7 +3,7 @@
  * kernel variant in use (NK_JIT_AVX512 set by the flags that
  * nk_register_fusion hands the runtime, the variant's own target flags),
  * the kernels' own per-element code that row expressions name
- * (nk_binop_vec, nk_unary_vec_body), and loads, stores and roundings per
+ * (nk_binop_vec, nk_unary_vec_body, nk_pw_addc_vec), and loads, stores and roundings per
  * dtype (float32 so far: nk_binary_row_expr says why).  A group's code is
  * then each member's routine applied to registers instead of rows: the
  * same operations on the same values, so the same bits.
@@ -25,6 +25,7 @@
 #endif
 #include "common/dtype_convert.h"
 #include "elementwise/binary_vec_op.h"
+#include "elementwise/pointwise_vec_op.h"
 #include "elementwise/unary_vec_body.h"
 
 #define NK_JIT_LANES LANES
