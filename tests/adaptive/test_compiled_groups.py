@@ -23,6 +23,9 @@ import programs  # noqa: E402
 from test_adaptive import FUSES, assert_same, run_modes  # noqa: E402
 
 SYNC, DEFAULT = 2, -1
+# the generated code needs a vector prelude (AVX2 or AVX-512); with
+# TORCHNEURON_ISA=portable groups run their row loops only
+COMPILES = FUSES and torch_neuronx.kernel_isa() != "portable"
 
 
 @pytest.fixture
@@ -98,7 +101,7 @@ def test_compiled_group_is_bitwise_unfused(compiled, name, make, program):
     results, _ = run_modes(run)
     assert_same(results)
     stats = torch_neuronx.adaptive_eager_stats()
-    if FUSES:
+    if COMPILES:
         # built here, or earlier in this process (the same code is loaded once)
         assert stats["groups_compiled"] >= 1 and stats["group_build_failures"] == 0, stats
 
@@ -148,7 +151,7 @@ def test_second_process_reuses_the_cache(tmp_path):
                            text=True, timeout=300)
         assert r.returncode == 0, r.stderr
         runs.append([int(v) for v in r.stdout.split()])
-    if FUSES:
+    if COMPILES:
         assert runs[0] == [1, 1] and runs[1] == [1, 0], runs  # built once, then loaded
     off = subprocess.run([sys.executable, "-c", CACHE_SCRIPT], capture_output=True, text=True,
                          env=dict(env, TORCHNEURON_FUSION_COMPILE="0"), timeout=300)
