@@ -340,12 +340,13 @@ static fuse_jit_fn load(const char *path) {
  * source when the build fails. */
 static bool compile(const char *cc, const char *flags, const char *includes, const char *dir,
                     const char *src, const char *so) {
-  char c_path[4096], tmp_so[4096], log_path[4096];
+  char c_path[4200], tmp_so[4200], log_path[4200];
   const unsigned long me = (unsigned long)getpid();
+  (void)dir;
+  if (strlen(so) > 4096) return false; /* the names below then fit */
   snprintf(c_path, sizeof c_path, "%s.%lu.c", so, me);
   snprintf(tmp_so, sizeof tmp_so, "%s.%lu.tmp", so, me);
   snprintf(log_path, sizeof log_path, "%s.log", so);
-  (void)dir;
   FILE *f = fopen(c_path, "w");
   if (!f) return false;
   const bool written = fputs(src, f) >= 0;
@@ -402,17 +403,17 @@ static fuse_jit_fn build(uint64_t key, const char *src) {
   fuse_jit_fn fn = NULL;
   const char *cc = getenv("TORCHNEURON_CC");
   if (!cc || !*cc) cc = "gcc";
-  if (flags && includes && dir) {
-    char so[4096];
-    snprintf(so, sizeof so, "%s/fuse-%016llx.so", dir, (unsigned long long)key);
+  char so[4097];
+  const int len = dir ? snprintf(so, sizeof so, "%s/fuse-%016llx.so", dir, (unsigned long long)key) : -1;
+  if (flags && includes && len > 0 && (size_t)len < sizeof so) { /* else: a cache path too long */
     mkdir(dir, 0755); /* one level; the embedder makes the parents */
     fn = access(so, R_OK) == 0 ? load(so) : NULL;
     if (!fn && compile(cc, flags, includes, dir, src, so)) {
       atomic_fetch_add(&stat_builds, 1);
       fn = load(so);
     }
-    if (!fn) atomic_fetch_add(&stat_failures, 1);
   }
+  if (!fn) atomic_fetch_add(&stat_failures, 1);
   free(flags);
   free(includes);
   free(dir);

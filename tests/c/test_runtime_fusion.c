@@ -2,7 +2,8 @@
  * fusion_exec.c) with the real elementwise kernels: a chain queued behind
  * a busy stream runs fused, bit for bit as unfused; dead intermediates are
  * not stored; a group ends where views overlap; an error inside a group
- * names its task; verify mode catches a kernel that breaks the contract. */
+ * names its task; verify mode catches a kernel that breaks the contract; a chain compiled
+ * (fusion_jit.c) keeps the bits. */
 #define _GNU_SOURCE /* usleep */
 #include <stdlib.h>
 #include <string.h>
@@ -302,6 +303,39 @@ static void test_lookahead_takes_the_first_op(nrt_stream *s) {
   CHECK_OK(nrt_mem_free(a));
 }
 
+/* The chain compiled (runtime/src/fusion_jit.c, sync mode, a fresh cache
+ * directory, the source tree's headers): one group run by its generated
+ * loop, the bits of unfused execution, in verify mode too; a second run
+ * loads the library instead of building it. */
+static void test_compiled_chain(nrt_stream *s, const float *x, const float *a) {
+  if (nk_cpu_isa() == NK_ISA_PORTABLE) return; /* no vector prelude */
+  char dir[] = "/tmp/nrt_fusion_jit_XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  nrt_fusion_jit_configure(NK_TEST_SOURCE_DIR "/kernels/src:" NK_TEST_SOURCE_DIR
+                           "/kernels/include:" NK_TEST_SOURCE_DIR "/runtime/include", dir);
+  nrt_fusion_jit_set_mode(NRT_FUSION_JIT_SYNC);
+  float *off = malloc(N * sizeof(float)), *on = malloc(N * sizeof(float));
+  nrt_adaptive_set_mode(NRT_ADAPTIVE_OFF);
+  chain(s, x, a, off);
+  nrt_adaptive_set_mode(NRT_ADAPTIVE_ON);
+  nrt_fusion_stats_reset();
+  chain(s, x, a, on);
+  nrt_fusion_stats st;
+  nrt_fusion_stats_get(&st);
+  CHECK(st.groups == 1 && st.groups_compiled == 1);
+  CHECK(st.group_builds == 1 && st.group_build_failures == 0);
+  CHECK(memcmp(off, on, N * sizeof(float)) == 0);
+  nrt_adaptive_set_mode(NRT_ADAPTIVE_VERIFY);
+  chain(s, x, a, on);
+  nrt_fusion_stats_get(&st);
+  CHECK(st.groups_verified == 1 && st.groups_compiled == 2 && st.group_builds == 1);
+  CHECK(memcmp(off, on, N * sizeof(float)) == 0);
+  nrt_fusion_jit_set_mode(NRT_FUSION_JIT_OFF);
+  nrt_adaptive_set_mode(NRT_ADAPTIVE_ON);
+  free(off);
+  free(on);
+}
+
 int main(void) {
   CHECK_OK(nk_register_kernels());
   register_test_kernels();
@@ -318,6 +352,7 @@ int main(void) {
   test_verify_catches_contract_breach(s);
   test_launch_blocking_is_unfused(s, x, a);
   test_lookahead_takes_the_first_op(s);
+  test_compiled_chain(s, x, a);
   CHECK_OK(nrt_mem_free(x));
   CHECK_OK(nrt_mem_free(a));
   return CHECK_SUMMARY();
