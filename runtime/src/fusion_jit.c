@@ -7,11 +7,12 @@
  * is most of the time (GELU from 9 primitives: binary ops 43% of the fused
  * pass).  When every member's kernel can also say its row routine as one C
  * expression over float32 vectors (nrt_row_expr: "nk_binop_vec(MUL, $1,
- * $2, #0)"), the group is written as one loop over vectors: inputs loaded
- * once, each member's expression applied to registers in program order,
- * its result rounded to its dtype (a 16-bit intermediate is rounded and
- * widened, as the memory between two unfused ops would), and only stored
- * outputs written.  The expressions name the kernels' own vector code
+ * $2, #0)"), the group is written as loops over blocks of vectors: inputs
+ * loaded once, each member's expression applied to registers in program
+ * order, its result rounded to its dtype (float32 so far: the kernels'
+ * nk_binary_row_expr says why), and only stored outputs written.  The
+ * group is cut into segments where no value crosses (segments()), each its
+ * own function, so repeated chains share one library.  The expressions name the kernels' own vector code
  * (the prelude, kernels/src/fusion/jit_prelude.h), compiled with the
  * kernel variant's flags and no FMA contraction, so each element gets the
  * bits it gets unfused: verify mode and the tests compare.
