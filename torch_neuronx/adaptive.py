@@ -105,8 +105,9 @@ def adaptive_eager_stats() -> Dict[str, int]:
     ``groups_in_rows`` (groups run in short rows through each op's own row
     loop, rather than one kernel call per op per tile), ``groups_in_long_rows``
     (of those, groups of many large input streams run in longer rows),
-    ``bytes_streamed`` (large outputs that row mode stored with non-temporal
-    stores), ``groups_compiled`` (groups run by their compiled loop),
+    ``bytes_streamed`` (large outputs written past the cache with
+    non-temporal stores: row mode's staged rows, compiled code's aligned
+    vectors), ``groups_compiled`` (groups run by their compiled loop),
     ``group_builds`` (group libraries the C compiler built) and
     ``group_build_failures``."""
     return dict(_C._fusion_stats())

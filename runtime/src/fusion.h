@@ -147,6 +147,7 @@ typedef struct fuse_jit_segment {
 } fuse_jit_segment;
 typedef struct fuse_jit {
   bool ready; /* every segment's code is loaded */
+  uint64_t streamed_bytes; /* stores it streams (the staged outputs it stores) */
   int n_segments;
   fuse_jit_segment seg[FUSE_JIT_MAX_SEGMENTS];
   int n_args;

@@ -360,7 +360,10 @@ uint64_t nrt_fusion_run(nrt_fusion **state, nrt_exec_ctx *ctx, nrt_stream *s, co
   if (st->rows) {
     atomic_fetch_add(&stat_rows, 1);
     if (g->row > FUSE_ROW_ELEMENTS) atomic_fetch_add(&stat_long_rows, 1);
-    if (st->jit.ready) atomic_fetch_add(&stat_compiled, 1);
+    if (st->jit.ready) {
+      atomic_fetch_add(&stat_compiled, 1);
+      atomic_fetch_add(&stat_streamed, st->jit.streamed_bytes);
+    }
     for (int s = 0; s < g->n_stage && !st->jit.ready; s++)
       atomic_fetch_add(&stat_streamed, (uint64_t)g->numel * g->versions[g->stage_version[s]].esize);
   }

@@ -234,6 +234,7 @@ static bool member(gen *s, int i, const nrt_row_entry *e) {
     /* a large stored output (row mode would stage it) streams past the cache */
     put(&s->body, "    NK_JIT_LANES_LOOP NK_JIT_%s_%s(a%d, NK_JIT_AT, v%d[u], rem);\n",
         out->stage >= 0 ? "NT" : "ST", out_name, a, r);
+    if (out->stage >= 0) s->jit->streamed_bytes += (uint64_t)g->numel * out->esize;
   }
   return true;
 }
@@ -545,6 +546,7 @@ bool nrt_fusion_jit_prepare(const fuse_group *g, const nrt_row_entry *entries, f
   int end[FUSE_JIT_MAX_SEGMENTS];
   jit->n_segments = segments(g, end);
   jit->n_args = jit->n_scalars = 0;
+  jit->streamed_bytes = 0;
   bool ready = true;
   for (int s = 0, from = 0; s < jit->n_segments; from = end[s++]) {
     fuse_jit_segment *seg = &jit->seg[s];

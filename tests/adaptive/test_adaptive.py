@@ -155,8 +155,17 @@ def test_dead_intermediates_are_not_written():
     assert programs.same_bits(y.cpu(), ref.cpu())
 
 
+@pytest.fixture
+def row_mode():
+    """Groups run their captured row loops (compiled groups off): the
+    tests of row mode's own machinery."""
+    torch_neuronx._C._set_fusion_jit_mode(0)
+    yield
+    torch_neuronx._C._set_fusion_jit_mode(-1)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_large_outputs_stream_and_inputs_prefetch(dtype):
+def test_large_outputs_stream_and_inputs_prefetch(dtype, row_mode):
     """Row mode stages outputs of 4 MiB and more and streams them to memory
     after each row, and prefetches large inputs a row ahead: the bytes are
     those of unfused execution.  Odd sizes and a 3-element offset put the
