@@ -382,12 +382,14 @@ def test_launch_blocking_runs_unfused():
     assert r.stdout.split() == ["False", "0"]
 
 
-def test_bad_environment_value():
-    env = dict(os.environ, TORCHNEURON_ADAPTIVE_EAGER="maybe")
+@pytest.mark.parametrize("name,want", [("TORCHNEURON_ADAPTIVE_EAGER", "0, 1 or verify"),
+                                       ("TORCHNEURON_FUSION_COMPILE", "0, 1 or sync")])
+def test_bad_environment_value(name, want):
+    env = dict(os.environ, **{name: "maybe"})
     r = subprocess.run([sys.executable, "-c", "import torch; torch.ones(2, device='neuron')"],
                        env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode != 0
-    assert "TORCHNEURON_ADAPTIVE_EAGER" in r.stderr and "0, 1 or verify" in r.stderr
+    assert name in r.stderr and want in r.stderr
 
 
 @pytest.mark.parametrize("numel", [1023, 1024, 65537, (1 << 24) + 3])

@@ -157,10 +157,3 @@ def test_second_process_reuses_the_cache(tmp_path):
                          env=dict(env, TORCHNEURON_FUSION_COMPILE="0"), timeout=300)
     assert off.returncode == 0 and off.stdout.split() == ["0", "0"], off.stderr
 
-
-def test_bad_compile_mode():
-    env = dict(os.environ, TORCHNEURON_FUSION_COMPILE="maybe")
-    r = subprocess.run([sys.executable, "-c", "import torch; torch.ones(2, device='neuron')"],
-                       env=env, capture_output=True, text=True, timeout=300)
-    assert r.returncode != 0
-    assert "TORCHNEURON_FUSION_COMPILE" in r.stderr and "0, 1 or sync" in r.stderr
