@@ -31,10 +31,12 @@
  * in a kernel and in a group's code; binary_vec_op.h fixes the order in
  * assembly for both, and the kernels' float32 rows run their heads and
  * tails as masked vectors, so every element takes that one op. */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -396,6 +398,31 @@ static bool compile(const char *cc, const char *flags, const char *includes, con
   return ok;
 }
 
+/* What a process leaves when it exits mid-build (its builder thread dies
+ * with it; its gcc finishes alone): a source and a temporary library named
+ * with its process id, and an empty log.  A process's first build removes
+ * those of processes that no longer exist (a live one, or a recycled id,
+ * keeps its files). */
+static void sweep_orphans(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  for (struct dirent *e; (e = readdir(d));) {
+    const char *so = strstr(e->d_name, ".so.");
+    if (strncmp(e->d_name, "fuse-", 5) != 0 || !so) continue;
+    char *kind;
+    const long pid = strtol(so + 4, &kind, 10);
+    if (kind == so + 4 || pid <= 0 || (strcmp(kind, ".c") != 0 && strcmp(kind, ".tmp") != 0)) continue;
+    if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+    char path[4200];
+    if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path) continue;
+    unlink(path);
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%.*s.so.log", dir, (int)(so - e->d_name), e->d_name);
+    if (strcmp(kind, ".c") == 0 && stat(path, &st) == 0 && st.st_size == 0) unlink(path);
+  }
+  closedir(d);
+}
+
 /* Builds (or finds on disk) the library of one source; the lock is not held. */
 static fuse_jit_fn build(uint64_t key, const char *src) {
   pthread_mutex_lock(&lock);
@@ -409,6 +436,8 @@ static fuse_jit_fn build(uint64_t key, const char *src) {
   const int len = dir ? snprintf(so, sizeof so, "%s/fuse-%016llx.so", dir, (unsigned long long)key) : -1;
   if (flags && includes && len > 0 && (size_t)len < sizeof so) { /* else: a cache path too long */
     mkdir(dir, 0755); /* one level; the embedder makes the parents */
+    static _Atomic bool swept;
+    if (!atomic_exchange(&swept, true)) sweep_orphans(dir);
     fn = access(so, R_OK) == 0 ? load(so) : NULL;
     if (!fn && compile(cc, flags, includes, dir, src, so)) {
       atomic_fetch_add(&stat_builds, 1);

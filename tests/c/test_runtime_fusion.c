@@ -5,7 +5,10 @@
  * names its task; verify mode catches a kernel that breaks the contract; a chain compiled
  * (fusion_jit.c) keeps the bits. */
 #define _GNU_SOURCE /* usleep */
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <string.h>
 
 #include "../../runtime/src/internal.h" /* nrt_testing_set_launch_blocking */
@@ -311,6 +314,19 @@ static void test_compiled_chain(nrt_stream *s, const float *x, const float *a) {
   if (nk_cpu_isa() == NK_ISA_PORTABLE) return; /* no vector prelude */
   char dir[] = "/tmp/nrt_fusion_jit_XXXXXX";
   CHECK(mkdtemp(dir) != NULL);
+  /* what a process that exited mid-build leaves: swept by the first build */
+  const pid_t dead = fork();
+  if (dead == 0) _exit(0);
+  CHECK(dead > 0 && waitpid(dead, NULL, 0) == dead);
+  char orphan[3][256];
+  snprintf(orphan[0], sizeof orphan[0], "%s/fuse-0123456789abcdef.so.%d.c", dir, (int)dead);
+  snprintf(orphan[1], sizeof orphan[1], "%s/fuse-0123456789abcdef.so.%d.tmp", dir, (int)dead);
+  snprintf(orphan[2], sizeof orphan[2], "%s/fuse-0123456789abcdef.so.log", dir);
+  for (int i = 0; i < 3; i++) {
+    FILE *f = fopen(orphan[i], "w");
+    CHECK(f != NULL);
+    if (f) fclose(f);
+  }
   nrt_fusion_jit_configure(NK_TEST_SOURCE_DIR "/kernels/src:" NK_TEST_SOURCE_DIR
                            "/kernels/include:" NK_TEST_SOURCE_DIR "/runtime/include", dir);
   nrt_fusion_jit_set_mode(NRT_FUSION_JIT_SYNC);
@@ -325,6 +341,7 @@ static void test_compiled_chain(nrt_stream *s, const float *x, const float *a) {
   CHECK(st.groups == 1 && st.groups_compiled == 1);
   CHECK(st.group_builds == 1 && st.group_build_failures == 0);
   CHECK(memcmp(off, on, N * sizeof(float)) == 0);
+  for (int i = 0; i < 3; i++) CHECK(access(orphan[i], F_OK) != 0);
   nrt_adaptive_set_mode(NRT_ADAPTIVE_VERIFY);
   chain(s, x, a, on);
   nrt_fusion_stats_get(&st);
