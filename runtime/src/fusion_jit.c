@@ -61,22 +61,22 @@ static _Atomic int mode_override = -1;
 
 static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
 
-void nrt_fusion_jit_set_target(const char *pre, const char *flags) {
+/* Two settings replaced together, under the lock. */
+static void set_pair(char **a, const char *va, char **b, const char *vb) {
   pthread_mutex_lock(&lock);
-  free(prelude);
-  free(target_flags);
-  prelude = dup_or_null(pre);
-  target_flags = dup_or_null(flags);
+  free(*a);
+  free(*b);
+  *a = dup_or_null(va);
+  *b = dup_or_null(vb);
   pthread_mutex_unlock(&lock);
 }
 
+void nrt_fusion_jit_set_target(const char *pre, const char *flags) {
+  set_pair(&prelude, pre, &target_flags, flags);
+}
+
 void nrt_fusion_jit_configure(const char *includes, const char *cache) {
-  pthread_mutex_lock(&lock);
-  free(include_dirs);
-  free(cache_dir);
-  include_dirs = dup_or_null(includes);
-  cache_dir = dup_or_null(cache);
-  pthread_mutex_unlock(&lock);
+  set_pair(&include_dirs, includes, &cache_dir, cache);
 }
 
 void nrt_fusion_jit_set_mode(int mode) {
@@ -342,11 +342,10 @@ static fuse_jit_fn load(const char *path) {
 /* Runs the compiler on the job's source (a snapshot of the configuration
  * taken under the lock); its output goes to <library>.log, kept with the
  * source when the build fails. */
-static bool compile(const char *cc, const char *flags, const char *includes, const char *dir,
-                    const char *src, const char *so) {
+static bool compile(const char *cc, const char *flags, const char *includes, const char *src,
+                    const char *so) {
   char c_path[4200], tmp_so[4200], log_path[4200];
   const unsigned long me = (unsigned long)getpid();
-  (void)dir;
   if (strlen(so) > 4096) return false; /* the names below then fit */
   snprintf(c_path, sizeof c_path, "%s.%lu.c", so, me);
   snprintf(tmp_so, sizeof tmp_so, "%s.%lu.tmp", so, me);
@@ -439,7 +438,7 @@ static fuse_jit_fn build(uint64_t key, const char *src) {
     static _Atomic bool swept;
     if (!atomic_exchange(&swept, true)) sweep_orphans(dir);
     fn = access(so, R_OK) == 0 ? load(so) : NULL;
-    if (!fn && compile(cc, flags, includes, dir, src, so)) {
+    if (!fn && compile(cc, flags, includes, src, so)) {
       atomic_fetch_add(&stat_builds, 1);
       fn = load(so);
     }

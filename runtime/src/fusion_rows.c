@@ -61,18 +61,22 @@ static char *element_at(const fuse_group *g, const nrt_operand *o, const int64_t
   return (char *)o->data + off;
 }
 
+/* Operand k's one value for the whole group, when it has one: a value the
+ * kernel converted (fixed), or a constant's bytes. */
+static char *invariant_ptr(const fuse_group *g, const fuse_member *m, const nrt_row_entry *e, int k) {
+  if (e->fixed[k]) return (char *)e->fixed[k];
+  return m->konst[k] >= 0 ? (char *)g->consts[m->konst[k]].value : NULL;
+}
+
 /* Operand k's first element of the row at idx (outer dims) + j (inner). */
 static char *row_ptr(const rows *r, const fuse_member *m, const nrt_row_entry *e, int k,
                      const int64_t *idx, int64_t j, int64_t *stride) {
   const fuse_group *g = r->g;
   const nrt_operand *full = &m->ops[k];
-  if (e->fixed[k]) {
+  char *value = invariant_ptr(g, m, e, k);
+  if (value) {
     *stride = 0;
-    return (char *)e->fixed[k];
-  }
-  if (m->konst[k] >= 0) {
-    *stride = 0;
-    return (char *)g->consts[m->konst[k]].value;
+    return value;
   }
   *stride = full->strides[g->ndim - 1];
   if (m->staged[k])
@@ -82,9 +86,9 @@ static char *row_ptr(const rows *r, const fuse_member *m, const nrt_row_entry *e
   return element_at(g, full, idx, j);
 }
 
-/* The compiled group on a row, segment by segment: every (member, operand) pair it reads or
- * stores, at this row (dead intermediates are registers; nothing is
- * staged: its stores go to memory directly). */
+/* The compiled group on a row, segment by segment: every (member,
+ * operand) pair it reads or stores, at this row (dead intermediates are
+ * registers; nothing is staged: its stores go to memory directly). */
 static void run_row_jit(const rows *r, const int64_t *idx, int64_t j0, int64_t n) {
   const fuse_group *g = r->g;
   const fuse_jit *jit = r->jit;
@@ -92,10 +96,8 @@ static void run_row_jit(const rows *r, const int64_t *idx, int64_t j0, int64_t n
   for (int a = 0; a < jit->n_args; a++) {
     const int i = jit->arg_member[a], k = jit->arg_operand[a];
     const fuse_member *m = &g->members[i];
-    const nrt_row_entry *e = &r->entries[i];
-    p[a] = e->fixed[k] ? (char *)e->fixed[k]
-           : m->konst[k] >= 0 ? (char *)g->consts[m->konst[k]].value
-                               : element_at(g, &m->ops[k], idx, j0);
+    char *value = invariant_ptr(g, m, &r->entries[i], k);
+    p[a] = value ? value : element_at(g, &m->ops[k], idx, j0);
   }
   for (int s = 0; s < jit->n_segments; s++)
     jit->seg[s].fn(n, p + jit->seg[s].first_arg, jit->scalars + jit->seg[s].first_scalar);

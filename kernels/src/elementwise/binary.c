@@ -274,11 +274,7 @@ bool nk_binary_row_expr(const nrt_row_entry *entry, nrt_row_expr *x) {
   const void *pv;
   const nk_loop_fn loop = nk_captured_loop(entry, &pv);
   const binary_plan *p = pv;
-  if (loop == same_dtype_loop) {
-    if (!p->vec || p->out != NRT_FLOAT32) return false;
-  } else if (loop != float_loop) {
-    return false;
-  }
+  if (loop == same_dtype_loop ? !p->vec : loop != float_loop) return false;
   if (p->out != NRT_FLOAT32 || p->a != NRT_FLOAT32 || p->b != NRT_FLOAT32) return false;
   snprintf(x->code, sizeof x->code, "nk_binop_vec((nk_binop)%d, $1, $2, #0)", (int)p->kind);
   x->in_dtype[1] = (uint8_t)p->a;

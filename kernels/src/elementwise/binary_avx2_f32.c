@@ -16,11 +16,6 @@
 #define NK_LOADU(p) _mm256_loadu_ps(p)
 #define NK_STOREU(p, v) _mm256_storeu_ps(p, v)
 #define NK_STREAM(p, v) _mm256_stream_ps(p, v)
-#define NK_ADD(a, b) _mm256_add_ps(a, b)
-#define NK_MUL(a, b) _mm256_mul_ps(a, b)
-#define NK_DIV(a, b) _mm256_div_ps(a, b)
-#define NK_FMADD(a, b, c) _mm256_fmadd_ps(a, b, c)
-#define NK_SCALAR_OP nk_binop_f32
 #define NK_ALPHA f32
 #define NK_ENTRY nk_binary_avx2_f32
 #include "elementwise/binary_simd_loop.h"

@@ -16,11 +16,6 @@
 #define NK_LOADU(p) _mm512_loadu_ps(p)
 #define NK_STOREU(p, v) _mm512_storeu_ps(p, v)
 #define NK_STREAM(p, v) _mm512_stream_ps(p, v)
-#define NK_ADD(a, b) _mm512_add_ps(a, b)
-#define NK_MUL(a, b) _mm512_mul_ps(a, b)
-#define NK_DIV(a, b) _mm512_div_ps(a, b)
-#define NK_FMADD(a, b, c) _mm512_fmadd_ps(a, b, c)
-#define NK_SCALAR_OP nk_binop_f32
 #define NK_ALPHA f32
 #define NK_ENTRY nk_binary_avx512_f32
 #include "elementwise/binary_simd_loop.h"

@@ -9,11 +9,11 @@
  *   NK_VEC, NK_SCALAR, NK_LANES       vector type, element type, lanes
  *   NK_SET1(x), NK_LOADU(p)           broadcast, unaligned load
  *   NK_STOREU(p, v), NK_STREAM(p, v)  store, non-temporal store
- *   NK_ADD, NK_MUL, NK_DIV, NK_FMADD  arithmetic (FMADD(a, b, c) = a*b+c)
- *   NK_SCALAR_OP                      the scalar op of binary_ops.h (tails)
- *   NK_VEC_OP (optional)              the vector op, instead of the one here
- *   NK_TAIL_MASK/LOAD/STORE (optional) masked vectors for the head and tail
- *                                     instead of the scalar op
+ *   NK_ADD, NK_MUL, NK_DIV, NK_FMADD  arithmetic (FMADD(a, b, c) = a*b+c),
+ *                                     or NK_VEC_OP: the whole vector op
+ *   NK_SCALAR_OP                      the scalar op of binary_ops.h for the
+ *                                     head and tail, or NK_TAIL_MASK/LOAD/STORE:
+ *                                     masked vectors of the vector op there
  *   NK_ALPHA                          the nk_alpha field of this dtype
  *   NK_ENTRY                          the entry point's name */
 #include <immintrin.h>
