@@ -1,6 +1,8 @@
 """Autograd on neuron (native ops and fallback together), and a small
 training step, both compared against the same computation on CPU."""
 import copy
+import os
+import threading
 import warnings
 
 import pytest
@@ -96,6 +98,71 @@ def test_training_steps_match_cpu(optimizer):
         assert p_dev.device.type == "neuron", name
         torch.testing.assert_close(p_dev.grad.cpu(), p_cpu.grad, **TOL, msg=name)
         torch.testing.assert_close(p_dev.detach().cpu(), p_cpu.detach(), **TOL, msg=name)
+
+
+# ------------------------------------------ the thread backward runs on
+# torch_neuronx/_autograd.py: the importing thread runs the backward of
+# neuron tensors itself, as for CPU tensors, instead of handing it to
+# autograd's device thread.
+
+def _backward_thread(device="neuron"):
+    seen = []
+    x = torch.ones(3, device=device, requires_grad=True)
+    y = x * 2
+    y.register_hook(lambda g: seen.append(threading.get_ident()))
+    y.sum().backward()
+    assert torch.equal(x.grad.cpu(), torch.full((3,), 2.0))
+    return seen[0]
+
+
+def test_backward_runs_on_the_calling_thread():
+    assert _backward_thread() == threading.get_ident()
+    assert _backward_thread("neuron:1") == threading.get_ident()
+    assert not torch.autograd.is_multithreading_enabled()
+
+
+def test_other_threads_keep_pytorchs_device_threads():
+    out = {}
+
+    def body():
+        out["caller"] = threading.get_ident()
+        out["hook"] = _backward_thread()
+    t = threading.Thread(target=body)
+    t.start()
+    t.join()
+    assert out["hook"] != out["caller"]
+
+
+DEVICE_THREADS = """
+import threading, torch, torch_neuronx
+x = torch.ones(3, device="neuron", requires_grad=True)
+y = x * 2
+seen = []
+y.register_hook(lambda g: seen.append(threading.get_ident()))
+y.sum().backward()
+print(seen[0] != threading.get_ident())
+"""
+
+
+@pytest.mark.parametrize("value,expect", [("1", "True"), ("0", "False")])
+def test_device_threads_variable(value, expect):
+    import subprocess
+    import sys
+    env = dict(os.environ, TORCHNEURON_AUTOGRAD_DEVICE_THREADS=value)
+    r = subprocess.run([sys.executable, "-c", DEVICE_THREADS], env=env, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-500:]
+    assert r.stdout.strip() == expect
+
+
+def test_device_threads_variable_refuses_other_values():
+    import subprocess
+    import sys
+    env = dict(os.environ, TORCHNEURON_AUTOGRAD_DEVICE_THREADS="yes")
+    r = subprocess.run([sys.executable, "-c", "import torch_neuronx"], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0
+    assert "TORCHNEURON_AUTOGRAD_DEVICE_THREADS must be 0 or 1, got 'yes'" in r.stderr
 
 
 # ------------------------------------------------ exit after a backward

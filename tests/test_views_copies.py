@@ -203,6 +203,30 @@ def test_non_blocking_copies_with_pinned_memory():
     assert torch.equal(pageable, out)
 
 
+def test_copies_from_pageable_memory_queue_only_when_non_blocking():
+    # As cudaMemcpyAsync from pageable memory: a non-blocking copy returns at
+    # once (the runtime stages the source, so the caller may reuse it); a
+    # blocking one returns with the data there and the stream drained.
+    stream = torch.neuron.current_stream()
+    host = torch.arange(4096, dtype=torch.float32)
+    torch.neuron._sleep(50_000_000)  # 50 ms of queued work
+    x = host.to("neuron", non_blocking=True)
+    assert not stream.query()
+    host.zero_()
+    torch.neuron.synchronize()
+    assert torch.equal(x.cpu(), torch.arange(4096, dtype=torch.float32))
+    torch.neuron._sleep(20_000_000)
+    y = host.to("neuron")
+    assert stream.query()
+    assert torch.equal(y.cpu(), host)
+    # into an existing tensor, behind work that writes it
+    z = torch.zeros(4096, device="neuron")
+    torch.neuron._sleep(20_000_000)
+    z.add_(5)
+    z.copy_(torch.full((4096,), 2.0), non_blocking=True)
+    assert torch.equal(z.cpu(), torch.full((4096,), 2.0))
+
+
 def test_item():
     assert torch.full((), 3.25, device="neuron").item() == 3.25
     assert torch.tensor([[-9]], device="neuron").item() == -9

@@ -10,6 +10,8 @@ Importing this package (which ``import torch`` does through the
   the storage methods and their PackedSequence counterparts;
 - arranges for torch.compile to find the neuron Inductor backend once Dynamo
   or Inductor is imported (``_inductor/``; nothing heavy is imported here);
+- runs the backward of neuron tensors on the thread that calls
+  ``backward()`` rather than on autograd's device thread (``_autograd.py``);
 - makes Hugging Face's Trainer checkpoints keep the neuron generator's state
   (``_hf_trainer.py``: an upstream gap, patched only when transformers'
   trainer module is imported).
@@ -68,6 +70,10 @@ from torch_neuronx._inductor import trigger as _compile_trigger  # noqa: E402
 _compile_trigger.install()
 
 _hf_trainer.install()
+
+from torch_neuronx import _autograd  # noqa: E402
+
+_autograd.install()
 
 from torch_neuronx import _exit  # noqa: E402
 

@@ -452,6 +452,10 @@ int nrt_host_is_pinned(const void *ptr); /* 1 if inside a live pinned block */
  * both sides are device memory); otherwise (pageable host memory) the copy
  * has completed when the call returns, as CUDA's cudaMemcpyAsync does. */
 nrt_status nrt_memcpy_async(nrt_stream *s, void *dst, const void *src, size_t bytes);
+/* The blocking copy: returns once the bytes have arrived and everything
+ * queued on s before the call has run; reports (and clears) a failed earlier
+ * task's error, as nrt_stream_synchronize does. */
+nrt_status nrt_memcpy(nrt_stream *s, void *dst, const void *src, size_t bytes);
 
 /* ------------------------------------------------------------------ events */
 

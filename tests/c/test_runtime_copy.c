@@ -92,6 +92,35 @@ static void test_bad_copies(nrt_stream *s) {
   CHECK_OK(nrt_mem_free(d));
 }
 
+/* nrt_memcpy, the blocking copy: it sees every task queued before it, in
+ * both directions, has drained the stream when it returns, and reports (and
+ * clears) an earlier task's failure as nrt_stream_synchronize does. */
+static void test_blocking_copy(nrt_stream *s) {
+  int64_t *dev = NULL, host = 7;
+  CHECK_OK(nrt_mem_alloc(s, sizeof *dev, (void **)&dev));
+  CHECK_OK(launch_sleep(s, 20000));
+  CHECK_OK(nrt_memcpy(s, dev, &host, sizeof host));
+  CHECK(nrt_stream_query(s) == NRT_SUCCESS);
+  CHECK_OK(launch_sleep(s, 20000));
+  CHECK_OK(launch_add(s, dev, 5));
+  host = 0;
+  CHECK_OK(nrt_memcpy(s, &host, dev, sizeof host));
+  CHECK(host == 12);
+  CHECK(nrt_stream_query(s) == NRT_SUCCESS);
+  nrt_task bad = {.kernel = K_FAIL, .name = "aten::gather"};
+  CHECK_OK(nrt_launch(s, &bad));
+  host = 3;
+  CHECK(nrt_memcpy(s, dev, &host, sizeof host) == NRT_ERROR_KERNEL_FAILED);
+  CHECK(strstr(nrt_last_error(), "aten::gather") != NULL);
+  CHECK(*dev == 3); /* ordered after the failure, the copy still happens */
+  CHECK_OK(nrt_memcpy(s, &host, dev, sizeof host)); /* the error was cleared */
+  CHECK(nrt_memcpy(s, (char *)dev, &host, (size_t)1 << 40) == NRT_ERROR_INVALID_ARGUMENT);
+  CHECK(nrt_memcpy(NULL, dev, &host, 8) == NRT_ERROR_INVALID_ARGUMENT);
+  CHECK(nrt_memcpy(s, NULL, &host, 8) == NRT_ERROR_INVALID_ARGUMENT);
+  CHECK_OK(nrt_memcpy(s, NULL, NULL, 0));
+  CHECK_OK(nrt_mem_free(dev));
+}
+
 int main(void) {
   setenv("TORCHNEURON_HBM_SIZE", "128M", 1);
   setenv("TORCHNEURON_DEVICE_COUNT", "2", 1);
@@ -106,5 +135,6 @@ int main(void) {
   round_trip(nrt_stream_default(0), 12345);
   test_order_with_kernels(s);
   test_bad_copies(s);
+  test_blocking_copy(s);
   return CHECK_SUMMARY();
 }

@@ -18,9 +18,11 @@
 //       j (which may still use dst), and j's later work waits for the copy.
 //
 // non_blocking is honoured like cuda: from or to pinned host memory the copy
-// is only queued (the host buffer is kept alive until it has run); otherwise
-// the copy has completed, and the stream is synchronised so that a failed
-// earlier kernel is reported here, at the host read.
+// is only queued (the host buffer is kept alive until it has run); from
+// pageable memory it is queued from a private copy of the source (as
+// cudaMemcpyAsync stages it); to pageable memory it has completed on return.
+// A blocking copy has completed, and a failed earlier kernel is reported
+// here, at the host read.
 #include <ATen/ExpandUtils.h>
 #include <ATen/TensorIterator.h>
 #include <ATen/ops/_local_scalar_dense.h>
@@ -61,18 +63,23 @@ void keep_alive_until_done(nrt_stream* stream, const c10::Storage& storage) {
 }
 
 // Host <-> device bytes of two contiguous tensors of the same dtype and size.
-// A blocking copy returns once the data has arrived and the stream is clean.
+// A blocking copy returns once the data has arrived and the stream is clean
+// (nrt_memcpy: the calling thread copies once the stream has drained, and
+// reports a failed earlier task). A non-blocking one is queued, as cuda's
+// cudaMemcpyAsync: a pinned host buffer is kept alive until it has run; a
+// pageable source is staged by the runtime (or, when large, copied at once),
+// so the caller may reuse it; a pageable destination is written before the
+// call returns.
 void memcpy_contiguous(nrt_stream* stream, const at::Tensor& dst, const at::Tensor& src,
                        const at::Tensor& host, bool non_blocking) {
   const size_t nbytes = dst.nbytes();
   if (nbytes == 0) return;
-  NEURON_CHECK(nrt_memcpy_async(stream, dst.data_ptr(), src.const_data_ptr(), nbytes));
-  const bool pinned = nrt_host_is_pinned(host.const_data_ptr()) != 0;
-  if (non_blocking && pinned) {
-    keep_alive_until_done(stream, host.storage());
-  } else {
-    NEURON_CHECK(nrt_stream_synchronize(stream));
+  if (!non_blocking) {
+    NEURON_CHECK(nrt_memcpy(stream, dst.data_ptr(), src.const_data_ptr(), nbytes));
+    return;
   }
+  NEURON_CHECK(nrt_memcpy_async(stream, dst.data_ptr(), src.const_data_ptr(), nbytes));
+  if (nrt_host_is_pinned(host.const_data_ptr()) != 0) keep_alive_until_done(stream, host.storage());
 }
 
 void copy_host_to_device(const at::Tensor& dst, const at::Tensor& src, bool non_blocking) {
