@@ -24,14 +24,18 @@ from torch_neuronx._fallback import fallback_mode
 
 @pytest.fixture(params=["1", "0"], ids=["implicit", "im2col"])
 def path(request):
-    old = os.environ.get("TORCHNEURON_CONV_IMPLICIT")
+    # the direct 3x3 kernels (test_ops_conv_direct.py) off, so that their
+    # shapes take the path named here
+    old = {v: os.environ.get(v) for v in ("TORCHNEURON_CONV_IMPLICIT", "TORCHNEURON_CONV_DIRECT")}
     os.environ["TORCHNEURON_CONV_IMPLICIT"] = request.param
+    os.environ["TORCHNEURON_CONV_DIRECT"] = "0"
     with fallback_mode("error"):
         yield request.param
-    if old is None:
-        del os.environ["TORCHNEURON_CONV_IMPLICIT"]
-    else:
-        os.environ["TORCHNEURON_CONV_IMPLICIT"] = old
+    for var, value in old.items():
+        if value is None:
+            os.environ.pop(var, None)
+        else:
+            os.environ[var] = value
 
 
 def check(nd, n, cin, cout, size, k, padding, dilation, groups, bias, dtype, layout="contiguous",

@@ -7,7 +7,9 @@
  * bfloat16 runs both ways: its operands on the dot-product GEMM (where the
  * CPU has AVX512_BF16 and the ISA is avx512) and widened to float32
  * (TORCHNEURON_CONV_BF16_DOT=1 / 0, on each path; and the portable/avx2
- * runs), besides conv.c's own choice. */
+ * runs), besides conv.c's own choice.  The direct 3x3 kernels
+ * (conv_direct.c) run by conv.c's choice, forced wherever the shape allows
+ * (TORCHNEURON_CONV_DIRECT=1) and off ("0"). */
 #define _POSIX_C_SOURCE 200809L
 #include "test_kernels_util.h"
 
@@ -342,6 +344,24 @@ static void test_cases(void) {
       {NRT_FLOAT32, 2, 1, 3, 260, 1, {6, 6}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 0},
   };
   for (size_t i = 0; i < sizeof implicit / sizeof *implicit; i++) check_case(&implicit[i]);
+  /* the direct 3x3 kernels' shapes (conv_direct.c: float32, stride 1,
+   * padding 1): planes of one vector or less, a vector's tail, rows a
+   * vector spans, one row or column, the 4096-position limit and past it,
+   * channel counts around the tiles, and layouts it declines */
+  const conv_case direct[] = {
+      {NRT_FLOAT32, 2, 2, 16, 16, 1, {16, 16}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 0},
+      {NRT_FLOAT32, 2, 3, 5, 7, 1, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 0},
+      {NRT_FLOAT32, 2, 2, 1, 1, 1, {1, 1}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 0},
+      {NRT_FLOAT32, 2, 2, 3, 9, 1, {1, 37}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 0},
+      {NRT_FLOAT32, 2, 2, 6, 3, 1, {19, 1}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 0},
+      {NRT_FLOAT32, 2, 1, 2, 5, 1, {64, 64}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 0},
+      {NRT_FLOAT32, 2, 1, 2, 3, 1, {65, 64}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 0},
+      {NRT_FLOAT32, 2, 2, 33, 13, 1, {5, 3}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 0},
+      {NRT_FLOAT32, 2, 2, 8, 8, 1, {8, 8}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 1},
+      {NRT_FLOAT32, 2, 2, 8, 8, 1, {8, 8}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 2},
+      {NRT_FLOAT32, 2, 0, 4, 4, 1, {8, 8}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 0},
+  };
+  for (size_t i = 0; i < sizeof direct / sizeof *direct; i++) check_case(&direct[i]);
   /* the same in bfloat16 (on AVX512_BF16: operands in k pairs, bfloat16 col
    * and padded grid, float32 accumulation), and bfloat16 chunks of several
    * samples, column chunks, 1x1 with stride */
@@ -415,8 +435,19 @@ static void tests(void) {
   for (int i = 0; i < 3; i++) {
     setenv("TORCHNEURON_CONV_IMPLICIT", paths[i], 1);
     test_cases();
+    /* the implicit / im2col paths where the direct kernels would run */
+    if (i) {
+      setenv("TORCHNEURON_CONV_DIRECT", "0", 1);
+      test_cases();
+      unsetenv("TORCHNEURON_CONV_DIRECT");
+    }
   }
   unsetenv("TORCHNEURON_CONV_IMPLICIT");
+  /* the direct kernels wherever the shape allows, any channel count
+   * (conv_direct.c; read on every call) */
+  setenv("TORCHNEURON_CONV_DIRECT", "1", 1);
+  test_cases();
+  unsetenv("TORCHNEURON_CONV_DIRECT");
   /* bfloat16 both ways wherever the CPU allows (conv.c picks one per
    * shape): operands on the dot-product GEMM, and widened to float32
    * copies (the path without AVX512_BF16); on each convolution path */

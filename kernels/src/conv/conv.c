@@ -33,7 +33,9 @@
  *    thread count.  col2im splits work over (sample, channel) pairs, each
  *    walked serially: deterministic too.
  *  - Depthwise (one input channel per group) has direct kernels: a GEMM
- *    with a handful of rows would spend its time packing.
+ *    with a handful of rows would spend its time packing.  So do 3x3
+ *    float32 layers of few channels (conv_direct.c): the GEMM paths'
+ *    copies cost more than their products there.
  *  - Two types per convolution: the operand type ot, what the GEMMs
  *    multiply, and the accumulation type ct (float32, float64 for float64),
  *    where results live until they are rounded once on store (ATen's CPU
@@ -858,6 +860,14 @@ int nk_conv_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
   if (view_make(ctx, wo, nd, wt_, 1, 1, mode == NK_CONV_BACKWARD_WEIGHT, 0, wv)) goto out_y;
   if (bo && bias_view(ctx, bo, ct, &j.b)) goto out_w;
 
+  if (nk_conv_direct_applies(&g, t)) {
+    const int done = nk_conv_direct(ctx, mode, &g, xv, wv, yv, bo ? &j.b : NULL);
+    if (done < 0) goto out_all;
+    if (done) {
+      rc = 0;
+      goto out_all;
+    }
+  }
   if (!use_direct && implicit_pays(&g, mode)) {
     const int done = nk_conv_implicit(ctx, mode, &g, ct, ot, xv, wv, yv, bo ? &j.b : NULL);
     if (done < 0) goto out_all;

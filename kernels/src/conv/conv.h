@@ -56,6 +56,15 @@ static inline nrt_operand mat3(char *data, nrt_dtype t, int64_t b, int64_t r, in
 int nk_conv_implicit(nrt_exec_ctx *ctx, int mode, const conv_geom *g, nrt_dtype ct, nrt_dtype ot,
                      const cview *x, const cview *w, const cview *y, const cview *b);
 
+/* The direct 3x3 convolution of few channels (conv_direct.c): whether the
+ * geometry and dtype t are for it, and the convolution itself over views
+ * as conv.c makes them (float32; every plane contiguous).  Returns 1 when
+ * done, 0 when the views are not for it (nothing written), -1 after
+ * nrt_exec_fail. */
+int nk_conv_direct_applies(const conv_geom *g, nrt_dtype t);
+int nk_conv_direct(nrt_exec_ctx *ctx, int mode, const conv_geom *g, const cview *x, const cview *w,
+                   const cview *y, const cview *b);
+
 /* 1 when a stride-1 implicit product of `rows` output rows reads
  * bfloat16 operands in place as channel pairs (conv_implicit.c): <= 128 rows,
  * and the dot-product kernel without AMX (nk_gemm_pair_rows). */
