@@ -1,5 +1,6 @@
 """The direct 3x3 convolution (kernels/src/conv/conv_direct.c: float32,
-stride 1, padding 1, one group) against torch CPU, forced on wherever the
+stride 1 or 2 (phase planes; the strided input gradient goes elsewhere),
+padding 1, one group) against torch CPU, forced on wherever the
 shape allows (TORCHNEURON_CONV_DIRECT=1, read by conv.c on every call, any
 channel count) and off as a control: forward with and without bias, input
 and weight gradients, planes around the vector width (a vector's tail, a
@@ -30,21 +31,22 @@ def path(request):
         os.environ["TORCHNEURON_CONV_DIRECT"] = old
 
 
-def run(x, w, b, gy):
-    """(y, dx, dw, db) of conv2d(x, w, b, padding=1) and the gradient gy."""
+def run(x, w, b, gy, stride=1):
+    """(y, dx, dw, db) of conv2d(x, w, b, stride, padding=1) and the gradient gy."""
     leaves = [x.detach().requires_grad_(), w.detach().requires_grad_()]
     if b is not None:
         leaves.append(b.detach().requires_grad_())
-    y = F.conv2d(leaves[0], leaves[1], leaves[2] if b is not None else None, padding=1)
+    y = F.conv2d(leaves[0], leaves[1], leaves[2] if b is not None else None, stride=stride, padding=1)
     return [y.detach()] + list(torch.autograd.grad(y, leaves, gy))
 
 
-def check(n, cin, cout, h, w, bias, view=None, seed=0):
+def check(n, cin, cout, h, w, bias, view=None, seed=0, stride=1):
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(n, cin, h, w, generator=g)
     wt = torch.randn(cout, cin, 3, 3, generator=g) * 0.3
     b = torch.randn(cout, generator=g) if bias else None
-    gy = torch.randn(n, cout, h, w, generator=g)
+    sh, sw = (stride, stride) if isinstance(stride, int) else stride
+    gy = torch.randn(n, cout, (h - 1) // sh + 1, (w - 1) // sw + 1, generator=g)
     dx = x.to("neuron")
     if view == "batch_slice":  # every other sample: a larger sample stride
         x, dx = torch.cat([x, x]), torch.cat([dx, dx])
@@ -56,8 +58,8 @@ def check(n, cin, cout, h, w, bias, view=None, seed=0):
         dx = dx.contiguous(memory_format=torch.channels_last)
     elif view == "strided_width":
         dx = torch.stack([dx, dx], dim=-1)[..., 0]
-    ref = run(x, wt, b, gy)
-    got = run(dx, wt.to("neuron"), None if b is None else b.to("neuron"), gy.to("neuron"))
+    ref = run(x, wt, b, gy, stride)
+    got = run(dx, wt.to("neuron"), None if b is None else b.to("neuron"), gy.to("neuron"), stride)
     for name, a, e in zip(["y", "dx", "dw", "db"], got, ref):
         torch.testing.assert_close(a.cpu(), e, atol=1e-4, rtol=1e-4, msg=lambda m: f"{name}: {m}")
 
@@ -81,6 +83,21 @@ CASES = [
 @pytest.mark.parametrize("case", CASES, ids=[str(c) for c in CASES])
 def test_matches_cpu(path, case):
     check(*case)
+
+
+STRIDED = [
+    # n, cin, cout, h, w, bias, stride: the input split into phase planes
+    (4, 16, 32, 16, 16, False, 2),  # the CNN example's downsampling layer
+    (3, 5, 7, 9, 11, True, 2),      # odd sizes: a phase plane past the input
+    (2, 3, 4, 15, 7, True, (2, 1)),
+    (2, 3, 4, 6, 9, False, (1, 2)),
+    (2, 2, 3, 1, 1, True, 2),
+]
+
+
+@pytest.mark.parametrize("case", STRIDED, ids=[str(c) for c in STRIDED])
+def test_stride_2(path, case):
+    check(*case[:6], stride=case[6])
 
 
 @pytest.mark.parametrize("view", ["batch_slice", "channel_slice", "channels_last", "strided_width"])

@@ -345,7 +345,7 @@ static void test_cases(void) {
   };
   for (size_t i = 0; i < sizeof implicit / sizeof *implicit; i++) check_case(&implicit[i]);
   /* the direct 3x3 kernels' shapes (conv_direct.c: float32, stride 1,
-   * padding 1): planes of one vector or less, a vector's tail, rows a
+   * padding 1, stride 1 or 2): planes of one vector or less, a vector's tail, rows a
    * vector spans, one row or column, the 4096-position limit and past it,
    * channel counts around the tiles, and layouts it declines */
   const conv_case direct[] = {
@@ -360,6 +360,13 @@ static void test_cases(void) {
       {NRT_FLOAT32, 2, 2, 8, 8, 1, {8, 8}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 1},
       {NRT_FLOAT32, 2, 2, 8, 8, 1, {8, 8}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 2},
       {NRT_FLOAT32, 2, 0, 4, 4, 1, {8, 8}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 0},
+      /* stride 2 per dim: the phase planes (forward, weight gradient) */
+      {NRT_FLOAT32, 2, 2, 16, 32, 1, {16, 16}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 0},
+      {NRT_FLOAT32, 2, 3, 5, 7, 1, {9, 11}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 0},
+      {NRT_FLOAT32, 2, 2, 3, 4, 1, {15, 7}, {3, 3}, {2, 1}, {1, 1}, {1, 1}, 0},
+      {NRT_FLOAT32, 2, 2, 3, 4, 1, {6, 9}, {3, 3}, {1, 2}, {1, 1}, {1, 1}, 0},
+      {NRT_FLOAT32, 2, 2, 2, 3, 1, {1, 1}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 0},
+      {NRT_FLOAT32, 2, 2, 6, 6, 1, {10, 10}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 2},
   };
   for (size_t i = 0; i < sizeof direct / sizeof *direct; i++) check_case(&direct[i]);
   /* the same in bfloat16 (on AVX512_BF16: operands in k pairs, bfloat16 col

@@ -860,7 +860,7 @@ int nk_conv_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
   if (view_make(ctx, wo, nd, wt_, 1, 1, mode == NK_CONV_BACKWARD_WEIGHT, 0, wv)) goto out_y;
   if (bo && bias_view(ctx, bo, ct, &j.b)) goto out_w;
 
-  if (nk_conv_direct_applies(&g, t)) {
+  if (nk_conv_direct_applies(&g, mode, t)) {
     const int done = nk_conv_direct(ctx, mode, &g, xv, wv, yv, bo ? &j.b : NULL);
     if (done < 0) goto out_all;
     if (done) {

@@ -57,11 +57,11 @@ int nk_conv_implicit(nrt_exec_ctx *ctx, int mode, const conv_geom *g, nrt_dtype 
                      const cview *x, const cview *w, const cview *y, const cview *b);
 
 /* The direct 3x3 convolution of few channels (conv_direct.c): whether the
- * geometry and dtype t are for it, and the convolution itself over views
+ * geometry, mode and dtype t are for it, and the convolution itself over views
  * as conv.c makes them (float32; every plane contiguous).  Returns 1 when
  * done, 0 when the views are not for it (nothing written), -1 after
  * nrt_exec_fail. */
-int nk_conv_direct_applies(const conv_geom *g, nrt_dtype t);
+int nk_conv_direct_applies(const conv_geom *g, int mode, nrt_dtype t);
 int nk_conv_direct(nrt_exec_ctx *ctx, int mode, const conv_geom *g, const cview *x, const cview *w,
                    const cview *y, const cview *b);
 
