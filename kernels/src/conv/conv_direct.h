@@ -64,7 +64,7 @@ NK_CD_DECLARE(avx2_f32)
 #define NK_CD_AVX2_MASK_BYTES 32
 #define NK_CD_AVX2_FWD_MR 4
 #define NK_CD_AVX2_FWD_NR 2
-#define NK_CD_AVX2_DW_MR 2
-#define NK_CD_AVX2_DW_NR 3
+#define NK_CD_AVX2_DW_MR 4
+#define NK_CD_AVX2_DW_NR 2
 
 #endif /* NK_CONV_DIRECT_H */

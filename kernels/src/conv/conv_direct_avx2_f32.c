@@ -1,7 +1,9 @@
 /* conv_direct_avx2_f32.c — the direct 3x3 convolution's tiles on AVX2
  * (conv_direct_impl.h): 8 lanes, masks as vectors (VMASKMOVPS), 4 x 2
- * forward and 2 x 3 weight-gradient accumulators (16 registers hold the
- * tile, its loads and masks). */
+ * forward and 4 x 2 weight-gradient accumulators (16 registers hold the
+ * tile, its loads and masks; the weight gradient's 2 x 3 tile was load
+ * bound, 8 loads for 6 multiply-adds: 16->16 @16, batch 32, 0.44 -> 0.35
+ * ms; a 6 x 2 forward tile measured no faster than 4 x 2). */
 #include "conv/conv_direct.h"
 
 #include <immintrin.h>
