@@ -158,22 +158,16 @@ static void pack_weight(const cview *w, int transpose, int64_t cin, int64_t cout
         }
 }
 
-/* A job and the bodies that run it. */
+/* A job and the ISA body that runs its units. */
 typedef struct cd_run {
   nk_cd_job j;
-  const cd_isa *isa;
+  void (*body)(const nk_cd_job *, int64_t, int64_t);
 } cd_run;
 
-static void forward_task(void *arg, int64_t begin, int64_t end, int worker) {
+static void run_task(void *arg, int64_t begin, int64_t end, int worker) {
   (void)worker;
   const cd_run *r = arg;
-  r->isa->forward(&r->j, begin, end);
-}
-
-static void weight_task(void *arg, int64_t begin, int64_t end, int worker) {
-  (void)worker;
-  const cd_run *r = arg;
-  r->isa->weight(&r->j, begin, end);
+  r->body(&r->j, begin, end);
 }
 
 /* Units per chunk for about 64K multiply-adds a chunk. */
@@ -193,9 +187,7 @@ int nk_conv_direct(nrt_exec_ctx *ctx, int mode, const conv_geom *g, const cview 
   const int64_t sh = g->s[1], sw = g->s[2], phases = sh * sw;
   cd_run run;
   memset(&run, 0, sizeof run);
-  run.isa = isa;
   nk_cd_job *j = &run.j;
-  j->hw = hw;
   j->nvec = (hw + vl - 1) / vl;
   j->n = g->n;
   /* tap t = (dh, dw): phase plane (dh - 1) mod s per dim, shifted by
@@ -246,7 +238,8 @@ int nk_conv_direct(nrt_exec_ctx *ctx, int mode, const conv_geom *g, const cview 
     j->cin = g->c;
     j->cout = g->o;
     const int64_t units = (g->o + isa->dw_mr - 1) / isa->dw_mr * ((g->c * 9 + isa->dw_nr - 1) / isa->dw_nr);
-    nk_parallel_for(units, grain_for(g->n * j->nvec * vl * isa->dw_mr * isa->dw_nr), weight_task, &run);
+    run.body = isa->weight;
+    nk_parallel_for(units, grain_for(g->n * j->nvec * vl * isa->dw_mr * isa->dw_nr), run_task, &run);
     rc = 1;
     goto done;
   }
@@ -272,8 +265,9 @@ int nk_conv_direct(nrt_exec_ctx *ctx, int mode, const conv_geom *g, const cview 
   j->out = (float *)(void *)out->data;
   j->out_sn = out->sa / 4;
   j->out_so = out->sb / 4;
+  run.body = isa->forward;
   nk_parallel_for(g->n * j->oblocks * j->pblocks,
-                  grain_for(9 * j->cin * isa->fwd_mr * isa->fwd_nr * vl), forward_task, &run);
+                  grain_for(9 * j->cin * isa->fwd_mr * isa->fwd_nr * vl), run_task, &run);
   rc = 1;
   goto done;
 oom:

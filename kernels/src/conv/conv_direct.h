@@ -1,11 +1,12 @@
 /* conv_direct.h — the direct 3x3 convolution of few channels (float32,
- * stride 1, padding 1): what conv_direct.c (planning, packing, threads)
+ * stride 1 or 2, padding 1): what conv_direct.c (planning, packing, threads)
  * shares with its ISA bodies (conv_direct_impl.h, included by
  * conv_direct_avx512_f32.c and conv_direct_avx2_f32.c).
  *
  * Output positions are vectorised along the flat plane (q = h * W + w, VL
  * lanes a vector; a vector may span rows).  Tap t = (dh, dw) of position q
- * reads the input at q + (dh - 1) W + (dw - 1): one unaligned vector load
+ * reads the input at q + off[t] (stride 1: (dh - 1) W + (dw - 1); stride 2:
+ * in one of the input's phase planes, conv_direct.c): one unaligned vector load
  * per (tap, position vector), with the lanes whose source falls outside the
  * image (the zero padding, and positions past the plane) masked to zero.
  * The masks depend on the plane's shape only: one table per call, NK_CD_TAPS
@@ -35,8 +36,8 @@ typedef struct nk_cd_job {
   int64_t dw_so, dw_sr; /* (o, r) strides of dw (elements) */
   const float *zeros;   /* >= nvec * VL zero floats: rows past cout or ck */
   /* the plane */
-  int64_t hw, nvec, oblocks, pblocks;
-  int64_t off[9];
+  int64_t nvec, oblocks, pblocks; /* position vectors, and the forward's blocks */
+  int64_t off[9];                  /* tap t's input offset (elements; stride 2: in its phase plane) */
   const void *masks;    /* [nvec][NK_CD_TAPS] in the ISA's mask type */
 } nk_cd_job;
 
