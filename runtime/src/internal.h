@@ -88,8 +88,10 @@ struct nrt_stream {
    * private copy of the other, so a launch moves no line the worker owns. */
   _Alignas(64) _Atomic uint64_t head; /* written by the worker */
   uint64_t tail_seen;                 /* worker's last look at tail */
+  atomic_int worker_cpu;              /* where the worker last started a task (-1: unknown) */
   _Alignas(64) _Atomic uint64_t tail; /* written under push_lock */
   uint64_t head_seen;                 /* launchers' last look at head */
+  atomic_int launcher_cpu;            /* where the last launch came from (-1: unknown) */
   _Alignas(64) pthread_mutex_t push_lock; /* launchers only */
   /* Read by both sides on every task, written only around a sleep: a line
    * that stays shared instead of bouncing. */
@@ -180,6 +182,22 @@ void nrt_pool_init(int threads);
  * worker (pool.c); returns whether there was one. */
 int nrt_pool_assist(void);
 void nrt_place_slot(int slot); /* this thread onto compute slot `slot`'s CPU (kept: TORCHNEURON_PIN_THREADS) */
+/* Spin-waits and CPU sharing.  A runtime thread that spin-waits for
+ * another thread on the same CPU only hands that CPU back and forth with
+ * it (sched_yield), and this VM's scheduler left such a pair on one CPU
+ * with the other idle: a product synchronised after each call took 16 us
+ * there against 8 us apart, for whole runs.  A thread that woke another
+ * often got it onto its own CPU.  So each spinner checks, where it
+ * yields, whether the thread it waits for runs on its CPU (each side
+ * publishes the CPU it runs on; sched_getcpu reads the rseq area, ~4 ns)
+ * and then parts from it: the runtime's own threads move to another CPU
+ * (nrt_move_off_cpu), a waiting host thread sleeps instead of spinning. */
+static inline int nrt_current_cpu(void) { return sched_getcpu(); } /* -1: unknown */
+/* Moves the calling runtime thread off `cpu` if it runs there: its
+ * affinity minus that CPU for a moment (the move is made at once), then
+ * its own affinity again, so the scheduler stays free.  Does nothing when
+ * TORCHNEURON_PIN_THREADS=1 or no other CPU is allowed.  1: it moved. */
+int nrt_move_off_cpu(int cpu);
 
 /* The device's floating-point control state (MXCSR: rounding, flush-to-
  * zero, denormals-are-zero) is x86's default, whatever the host thread had

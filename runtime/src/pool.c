@@ -54,6 +54,7 @@ static pthread_mutex_t wake_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake_cv = PTHREAD_COND_INITIALIZER, done_cv = PTHREAD_COND_INITIALIZER;
 static int helpers; /* threads in the pool, caller included; under region_lock */
 static _Atomic uint64_t generation; /* written under wake_lock */
+static atomic_int caller_cpu = -1;  /* where the last region's caller ran (spin-waits and CPU sharing) */
 static int sleeping_helpers;        /* under wake_lock */
 static _Thread_local int in_region;
 
@@ -106,6 +107,18 @@ void nrt_place_slot(int slot) {
   }
 }
 
+int nrt_move_off_cpu(int cpu) {
+  if (cpu < 0 || nrt_cfg.pin_threads || nrt_current_cpu() != cpu) return 0;
+  cpu_set_t own, others;
+  if (pthread_getaffinity_np(pthread_self(), sizeof own, &own) != 0) return 0;
+  others = own;
+  CPU_CLR(cpu, &others);
+  if (CPU_COUNT(&others) == 0 || pthread_setaffinity_np(pthread_self(), sizeof others, &others) != 0)
+    return 0;
+  pthread_setaffinity_np(pthread_self(), sizeof own, &own);
+  return 1;
+}
+
 int nrt_compute_threads(void) {
   nrt_ensure_init();
   return n_threads;
@@ -119,22 +132,26 @@ static void run_chunks(int worker) {
   }
 }
 
-/* Polls `done` for up to ns nanoseconds; returns its last answer. */
-static int spin_for(uint64_t ns, int (*done)(void *), void *arg) {
+/* Polls `done` for up to ns nanoseconds; returns its last answer.  A
+ * helper passes the CPU of the thread it waits for (part_from, else NULL)
+ * to move off it (internal.h, spin-waits and CPU sharing). */
+static int spin_for(uint64_t ns, int (*done)(void *), void *arg, atomic_int *part_from) {
   uint64_t until = 0;
+  int moved = !part_from;
   for (unsigned i = 0;; i++) {
     if (done(arg)) return 1;
     if ((i & 63) == 63) {
       uint64_t now = nrt_now_ns();
       if (!until) until = now + ns;
       else if (now > until) return done(arg);
+      if (!moved) moved = nrt_move_off_cpu(atomic_load_explicit(part_from, memory_order_relaxed));
       nrt_spin_yield();
     }
     nrt_cpu_relax();
   }
 }
 
-static int spin_until(int (*done)(void *), void *arg) { return spin_for(SPIN_NS, done, arg); }
+static int spin_until(int (*done)(void *), void *arg) { return spin_for(SPIN_NS, done, arg, NULL); }
 
 static int generation_moved(void *seen) {
   return atomic_load(&generation) != *(uint64_t *)seen;
@@ -188,7 +205,7 @@ static void *helper_main(void *arg) {
   nrt_fp_state_enter(); /* for good: a compute thread */
   in_region = 1; /* a kernel's nested parallel_for runs inline */
   for (;;) {
-    if (!spin_until(generation_moved, &seen)) {
+    if (!spin_for(SPIN_NS, generation_moved, &seen, &caller_cpu)) {
       pthread_mutex_lock(&wake_lock);
       sleeping_helpers++;
       while (atomic_load(&generation) == seen) pthread_cond_wait(&wake_cv, &wake_lock);
@@ -213,6 +230,9 @@ int nrt_pool_assist(void) {
 
 /* Opens the region that job now describes to the helpers. */
 static void wake_helpers(void) {
+  const int cpu = nrt_current_cpu();
+  if (cpu != atomic_load_explicit(&caller_cpu, memory_order_relaxed))
+    atomic_store_explicit(&caller_cpu, cpu, memory_order_relaxed);
   pthread_mutex_lock(&wake_lock);
   atomic_fetch_add(&generation, 1);
   if (sleeping_helpers) pthread_cond_broadcast(&wake_cv);
@@ -306,7 +326,7 @@ void nrt_parallel_team(int want, nrt_team_fn fn, void *arg) {
   atomic_store(&job.team_size, 0);
   atomic_store(&job.closed, 0);
   wake_helpers();
-  spin_for(TEAM_WAIT_NS, team_full, NULL);
+  spin_for(TEAM_WAIT_NS, team_full, NULL, NULL);
   const int size = atomic_exchange(&job.members, -1);
   atomic_store(&job.team_size, size);
   in_region = 1;

@@ -151,6 +151,8 @@ nrt_stream *nrt_stream_create_internal(nrt_device *dev, int64_t id, int priority
   s->device = dev;
   s->id = id;
   atomic_store(&s->wake_seq, UINT64_MAX);
+  atomic_store(&s->worker_cpu, -1);
+  atomic_store(&s->launcher_cpu, -1);
   s->priority = priority;
   pthread_mutex_init(&s->push_lock, NULL);
   pthread_mutex_init(&s->lock, NULL);
@@ -274,11 +276,13 @@ static void wait_for_work(nrt_stream *s, uint64_t h) {
   s->tail_seen = atomic_load(&s->tail);
   if (h < s->tail_seen) return;
   uint64_t until = 0;
+  int moved = 0; /* once per wait: the launcher's CPU is its last launch's */
   for (unsigned i = 0; atomic_load(&s->tail) == h; i++) {
     if ((i & 63) == 63) {
       uint64_t now = nrt_now_ns();
       if (!until) until = now + SPIN_NS;
       else if (now > until) break;
+      if (!moved) moved = nrt_move_off_cpu(atomic_load_explicit(&s->launcher_cpu, memory_order_relaxed));
       nrt_spin_yield();
     }
     nrt_cpu_relax();
@@ -345,6 +349,9 @@ static void *worker_main(void *arg) {
   for (;;) {
     uint64_t h = atomic_load(&s->head);
     wait_for_work(s, h);
+    const int cpu = nrt_current_cpu();
+    if (cpu != atomic_load_explicit(&s->worker_cpu, memory_order_relaxed))
+      atomic_store_explicit(&s->worker_cpu, cpu, memory_order_relaxed);
     const nrt_task *t = &s->ring[h % RING_TASKS];
     /* Adaptive eager: a chain of fusible tasks already queued behind this
      * one runs as one group (fusion_plan.c); the ring slots stay ours until
@@ -480,6 +487,9 @@ nrt_status nrt_launch_internal(nrt_stream *s, const nrt_task *task, uint64_t *se
   }
   copy_task(&s->ring[t % RING_TASKS], task);
   if (nrt_trace_enabled()) s->enqueue_ns[t % RING_TASKS] = nrt_now_ns();
+  const int cpu = nrt_current_cpu();
+  if (cpu != atomic_load_explicit(&s->launcher_cpu, memory_order_relaxed))
+    atomic_store_explicit(&s->launcher_cpu, cpu, memory_order_relaxed);
   atomic_store(&s->tail, t + 1);
   pthread_mutex_unlock(&s->push_lock);
   if (seq) *seq = t + 1;
@@ -617,7 +627,9 @@ void nrt_stream_wait_seq(nrt_stream *s, uint64_t seq) {
  * as one of the compute pool's threads (nrt_pool_assist) instead of
  * keeping a core busy doing nothing.  It looks for an open region every 8th
  * poll (a few hundred nanoseconds): the flag shares its cache line with
- * the counter the workers claim chunks from. */
+ * the counter the workers claim chunks from.  On the worker's own CPU it
+ * sleeps at once: its polls would only take turns with the work it awaits
+ * (internal.h, spin-waits and CPU sharing). */
 static void wait_head(nrt_stream *s, uint64_t seq) {
   uint64_t until = 0;
   for (unsigned i = 0; atomic_load(&s->head) < seq; i++) {

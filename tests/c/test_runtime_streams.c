@@ -240,12 +240,37 @@ static void test_self_use(nrt_stream *s) {
   CHECK(u.counter == u.launched);
 }
 
+/* nrt_move_off_cpu: the calling thread leaves the CPU it is named, and
+ * keeps its own affinity; no CPU (-1), or no other CPU to go to, leaves it
+ * where it is. */
+static void test_move_off_cpu(void) {
+  cpu_set_t own, one;
+  CHECK(pthread_getaffinity_np(pthread_self(), sizeof own, &own) == 0);
+  const int here = nrt_current_cpu();
+  CHECK(here >= 0);
+  CHECK(nrt_move_off_cpu(-1) == 0);
+  if (CPU_COUNT(&own) >= 2) {
+    const int from = nrt_current_cpu();
+    CHECK(nrt_move_off_cpu(from) == 1);
+    CHECK(nrt_current_cpu() != from);
+    cpu_set_t now;
+    CHECK(pthread_getaffinity_np(pthread_self(), sizeof now, &now) == 0);
+    CHECK(CPU_EQUAL(&now, &own));
+  }
+  CPU_ZERO(&one); /* the only CPU allowed: nowhere to go */
+  CPU_SET(nrt_current_cpu(), &one);
+  CHECK(pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0);
+  CHECK(nrt_move_off_cpu(nrt_current_cpu()) == 0);
+  CHECK(pthread_setaffinity_np(pthread_self(), sizeof own, &own) == 0);
+}
+
 int main(void) {
   setenv("TORCHNEURON_HBM_SIZE", "128M", 1);
   setenv("TORCHNEURON_DEVICE_COUNT", "2", 1);
   CHECK_OK(nrt_init());
   register_test_kernels();
   test_identity();
+  test_move_off_cpu();
   nrt_stream *s1, *s2;
   CHECK_OK(nrt_stream_from_pool(0, NRT_PRIORITY_NORMAL, &s1));
   CHECK_OK(nrt_stream_from_pool(0, NRT_PRIORITY_HIGH, &s2));
