@@ -70,7 +70,7 @@ static nrt_status check_copy(const char *fn, nrt_stream *s, const void *dst, con
 
 nrt_status nrt_memcpy_async(nrt_stream *s, void *dst, const void *src, size_t bytes) {
   if (s && bytes == 0) return NRT_SUCCESS;
-  int dd, sd;
+  int dd = -1, sd = -1; /* set by check_copy; initialised for the compiler's flow analysis */
   nrt_status bad = check_copy("nrt_memcpy_async", s, dst, src, bytes, &dd, &sd);
   if (bad != NRT_SUCCESS) return bad;
   const char *name = direction_name(sd, dd);
@@ -100,7 +100,7 @@ nrt_status nrt_memcpy_async(nrt_stream *s, void *dst, const void *src, size_t by
 
 nrt_status nrt_memcpy(nrt_stream *s, void *dst, const void *src, size_t bytes) {
   if (s && bytes == 0) return NRT_SUCCESS;
-  int dd, sd;
+  int dd = -1, sd = -1; /* set by check_copy; initialised for the compiler's flow analysis */
   nrt_status bad = check_copy("nrt_memcpy", s, dst, src, bytes, &dd, &sd);
   if (bad != NRT_SUCCESS) return bad;
   return copy_after_stream(s, dst, src, bytes, direction_name(sd, dd));

@@ -546,6 +546,55 @@ static void test_validation(void) {
   CHECK(tk_fails_with(&t, "expected 3 operands"));
 }
 
+/* A product solved transposed (out^T = b^T a^T; gemm.c, transposed_pays)
+ * gives the bits of the untransposed one: the same shapes run with
+ * TORCHNEURON_GEMM_TRANSPOSE=0 and =1 and compare byte for byte, and both
+ * against the exact sum (check_case).  Shapes across the k blocks (KC 40
+ * here), edge tiles both ways, strided outputs, float32, float64, and
+ * bfloat16 into bfloat16 and into float32. */
+static void run_bytes(const gcase *c, nrt_dtype ot, const char *mode, char *out) {
+  const nrt_dtype t = c->t;
+  const int64_t es = tk_size(t), oes = tk_size(ot), M = c->m, N = c->n, K = c->k;
+  (void)oes;
+  char *a = tk_alloc((size_t)(M * K * es)), *b = tk_alloc((size_t)(K * N * es));
+  tk_rng = 0x5DEECE66Dull; /* the same operands for both runs */
+  for (int64_t i = 0; i < M * K; i++) tk_put(t, a + i * es, random_value(t));
+  for (int64_t i = 0; i < K * N; i++) tk_put(t, b + i * es, random_value(t));
+  memset(out, 0, (size_t)(M * N * oes));
+  int64_t o_st[3] = {M * N, c->out_transposed ? 1 : N, c->out_transposed ? M : 1};
+  nrt_operand ops[3] = {tk_operand(out, ot, 3, (int64_t[]){1, M, N}, o_st),
+                        tk_operand(a, t, 3, (int64_t[]){1, M, K}, NULL),
+                        tk_operand(b, t, 3, (int64_t[]){1, K, N}, NULL)};
+  nk_gemm_params p = {{1, 1}, {0, 0}};
+  nrt_task task = tk_task(NK_KERNEL_GEMM, 3, ops, &p, sizeof p);
+  setenv("TORCHNEURON_GEMM_TRANSPOSE", mode, 1);
+  CHECK_OK(tk_run(&task));
+  unsetenv("TORCHNEURON_GEMM_TRANSPOSE");
+  tk_free(a), tk_free(b);
+}
+
+static void test_transposed_orientation(void) {
+  const gcase cases[] = {
+      {NRT_FLOAT32, 1, 100, 20, 97, 0, 0, 0, 1, 0, 0, 0}, {NRT_FLOAT32, 1, 64, 98, 130, 0, 0, 0, 1, 0, 0, 0},
+      {NRT_FLOAT32, 1, 37, 70, 41, 0, 0, 0, 1, 0, 1, 0},  {NRT_FLOAT64, 1, 50, 18, 81, 0, 0, 0, 1, 0, 0, 0},
+      {NRT_BFLOAT16, 1, 96, 34, 66, 0, 0, 0, 1, 0, 0, 0}, {NRT_FLOAT32, 1, 512, 98, 200, 0, 0, 0, 1, 0, 0, 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    for (int wide = 0; wide < 1 + (cases[i].t == NRT_BFLOAT16); wide++) {
+      const nrt_dtype ot = wide ? NRT_FLOAT32 : cases[i].t;
+      const size_t bytes = (size_t)(cases[i].m * cases[i].n * tk_size(ot));
+      char *plain = tk_alloc(bytes), *swapped = tk_alloc(bytes);
+      run_bytes(&cases[i], ot, "0", plain);
+      run_bytes(&cases[i], ot, "1", swapped);
+      CHECK(memcmp(plain, swapped, bytes) == 0);
+      tk_free(plain), tk_free(swapped);
+    }
+    setenv("TORCHNEURON_GEMM_TRANSPOSE", "1", 1);
+    check_case(&cases[i]);
+    unsetenv("TORCHNEURON_GEMM_TRANSPOSE");
+  }
+}
+
 static void tests(void) {
   /* small blocks, so that small shapes cross every block edge (read once,
    * at the first product) */
@@ -561,6 +610,7 @@ static void tests(void) {
   test_mixed();
   test_layouts_and_dtypes();
   test_addend();
+  test_transposed_orientation();
   test_validation();
 }
 

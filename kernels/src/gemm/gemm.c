@@ -1179,8 +1179,61 @@ static int small_unpacked(const gemm_plan *p) {
          p->k * p->n * (int64_t)p->es <= caches().l2 / 2;
 }
 
+/* The operands with rows and columns exchanged: (batch, cols, rows). */
+static nrt_operand transposed(nrt_operand x) {
+  const int64_t s = x.sizes[1], st = x.strides[1];
+  x.sizes[1] = x.sizes[2];
+  x.strides[1] = x.strides[2];
+  x.sizes[2] = s;
+  x.strides[2] = st;
+  return x;
+}
+
+/* Whether the product is better solved transposed, out^T = b^T @ a^T: the
+ * micro-kernel computes whole MR x NR tiles (NR = 32 lanes at AVX-512), so
+ * a product of few columns pays for the padding of its last sliver.  A
+ * late ResNet layer's forward, 512 channels x 98 positions (2 samples of
+ * 7x7), computed 128 columns for 98 (120 GFLOP/s, the micro-kernel itself
+ * at peak); transposed, 98 rows pad to 108 and 512 columns to none (150).
+ * Taken when the padded tile area drops by 5%: the transposed output
+ * is no longer row-major, so it goes through the workspace (one more pass
+ * over out, small beside a product deep enough to pay).  Each element
+ * still sums the same products in the same k blocks (the block size
+ * depends on NR, the same in both) and, with alpha 1 and beta 0, the
+ * workspace stores the sum the direct update would leave: the bits do not
+ * change.  So plain products only: alpha 1, beta 0, no offset tables, no
+ * addend, one batch entry, no matrix-vector shapes.
+ * TORCHNEURON_GEMM_TRANSPOSE=0 / 1 never / always transposes (tests). */
+static int transposed_pays(const nrt_operand ops[3]) {
+  const char *env = getenv("TORCHNEURON_GEMM_TRANSPOSE");
+  if (env && *env) return env[0] != '0';
+  const int64_t m = ops[0].sizes[1], n = ops[0].sizes[2], k = ops[1].sizes[2];
+  if (m < 16 || n < 16 || k < 64) return 0;
+  const nk_class cls = nk_dtype_class((nrt_dtype)ops[0].dtype);
+  if (cls != NK_CLASS_FLOAT && cls != NK_CLASS_DOUBLE) return 0;
+  const int pairs = ops[1].dtype == NRT_BFLOAT16 && has_bf16_dot();
+  const gemm_arch as = pick_arch(cls, pairs, m), at = pick_arch(cls, pairs, n);
+  const double work = (double)round_up(m, as.mr) * (double)round_up(n, as.nr);
+  const double work_t = (double)round_up(n, at.mr) * (double)round_up(m, at.nr);
+  return work_t < 0.95 * work && 2.0 * (double)m * (double)n * (double)k >= as.serial_flops;
+}
+
+static int gemm_solve(nrt_exec_ctx *ctx, const nrt_operand ops[3], const nrt_operand *c,
+                      nk_scalar alpha, nk_scalar beta, const nk_gemm_indirect *ind);
+
 static int gemm_run(nrt_exec_ctx *ctx, const nrt_operand ops[3], const nrt_operand *c,
                     nk_scalar alpha, nk_scalar beta, const nk_gemm_indirect *ind) {
+  if (!c && !ind && alpha.f == 1.0 && beta.f == 0.0 &&
+      ops[0].ndim == 3 && ops[1].ndim == 3 && ops[2].ndim == 3 && ops[0].sizes[0] == 1 &&
+      transposed_pays(ops)) {
+    const nrt_operand t[3] = {transposed(ops[0]), transposed(ops[2]), transposed(ops[1])};
+    return gemm_solve(ctx, t, NULL, alpha, beta, NULL);
+  }
+  return gemm_solve(ctx, ops, c, alpha, beta, ind);
+}
+
+static int gemm_solve(nrt_exec_ctx *ctx, const nrt_operand ops[3], const nrt_operand *c,
+                      nk_scalar alpha, nk_scalar beta, const nk_gemm_indirect *ind) {
   gemm_plan plan;
   if (plan_gemm(ctx, ops, alpha, beta, &plan)) return -1;
   if (c && plan_addend(ctx, c, &plan)) return -1;
