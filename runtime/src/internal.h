@@ -88,7 +88,6 @@ struct nrt_stream {
    * private copy of the other, so a launch moves no line the worker owns. */
   _Alignas(64) _Atomic uint64_t head; /* written by the worker */
   uint64_t tail_seen;                 /* worker's last look at tail */
-  atomic_int worker_cpu;              /* where the worker last started a task (-1: unknown) */
   _Alignas(64) _Atomic uint64_t tail; /* written under push_lock */
   uint64_t head_seen;                 /* launchers' last look at head */
   atomic_int launcher_cpu;            /* where the last launch came from (-1: unknown) */
@@ -188,10 +187,14 @@ void nrt_place_slot(int slot); /* this thread onto compute slot `slot`'s CPU (ke
  * with the other idle: a product synchronised after each call took 16 us
  * there against 8 us apart, for whole runs.  A thread that woke another
  * often got it onto its own CPU.  So each spinner checks, where it
- * yields, whether the thread it waits for runs on its CPU (each side
+ * yields, whether the thread it waits for runs on its CPU (that thread
  * publishes the CPU it runs on; sched_getcpu reads the rseq area, ~4 ns)
- * and then parts from it: the runtime's own threads move to another CPU
- * (nrt_move_off_cpu), a waiting host thread sleeps instead of spinning. */
+ * and then moves to another CPU (nrt_move_off_cpu).  Only the runtime's
+ * own threads move: a stream's worker off its last launcher's CPU, a pool
+ * helper off its last region caller's.  A host thread waiting for a
+ * stream is the user's, and sleeping it instead of spinning made the pair
+ * trade futex wake-ups on one CPU (each wake-up put the woken thread on
+ * the waker's CPU): 40 us a round. */
 static inline int nrt_current_cpu(void) { return sched_getcpu(); } /* -1: unknown */
 /* Moves the calling runtime thread off `cpu` if it runs there: its
  * affinity minus that CPU for a moment (the move is made at once), then

@@ -151,7 +151,6 @@ nrt_stream *nrt_stream_create_internal(nrt_device *dev, int64_t id, int priority
   s->device = dev;
   s->id = id;
   atomic_store(&s->wake_seq, UINT64_MAX);
-  atomic_store(&s->worker_cpu, -1);
   atomic_store(&s->launcher_cpu, -1);
   s->priority = priority;
   pthread_mutex_init(&s->push_lock, NULL);
@@ -349,9 +348,6 @@ static void *worker_main(void *arg) {
   for (;;) {
     uint64_t h = atomic_load(&s->head);
     wait_for_work(s, h);
-    const int cpu = nrt_current_cpu();
-    if (cpu != atomic_load_explicit(&s->worker_cpu, memory_order_relaxed))
-      atomic_store_explicit(&s->worker_cpu, cpu, memory_order_relaxed);
     const nrt_task *t = &s->ring[h % RING_TASKS];
     /* Adaptive eager: a chain of fusible tasks already queued behind this
      * one runs as one group (fusion_plan.c); the ring slots stay ours until
@@ -627,9 +623,7 @@ void nrt_stream_wait_seq(nrt_stream *s, uint64_t seq) {
  * as one of the compute pool's threads (nrt_pool_assist) instead of
  * keeping a core busy doing nothing.  It looks for an open region every 8th
  * poll (a few hundred nanoseconds): the flag shares its cache line with
- * the counter the workers claim chunks from.  On the worker's own CPU it
- * sleeps at once: its polls would only take turns with the work it awaits
- * (internal.h, spin-waits and CPU sharing). */
+ * the counter the workers claim chunks from. */
 static void wait_head(nrt_stream *s, uint64_t seq) {
   uint64_t until = 0;
   for (unsigned i = 0; atomic_load(&s->head) < seq; i++) {
