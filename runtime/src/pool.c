@@ -204,13 +204,16 @@ static void *helper_main(void *arg) {
   nrt_place_slot(slot);
   nrt_fp_state_enter(); /* for good: a compute thread */
   in_region = 1; /* a kernel's nested parallel_for runs inline */
+  uint64_t budget = SPIN_NS; /* internal.h, spin budgets */
   for (;;) {
-    if (!spin_for(SPIN_NS, generation_moved, &seen, &caller_cpu)) {
+    if (!spin_for(budget, generation_moved, &seen, &caller_cpu)) {
+      const uint64_t slept = nrt_now_ns();
       pthread_mutex_lock(&wake_lock);
       sleeping_helpers++;
       while (atomic_load(&generation) == seen) pthread_cond_wait(&wake_cv, &wake_lock);
       sleeping_helpers--;
       pthread_mutex_unlock(&wake_lock);
+      budget = nrt_spin_budget_after_sleep(budget, SPIN_NS, nrt_now_ns() - slept);
     }
     seen = atomic_load(&generation);
     join_region();

@@ -7,7 +7,8 @@
  * completed/launched sequence numbers that events, synchronisation and the
  * allocator's stream-ordered reuse are built on.
  *
- * Latency: the worker polls for ~50 us before it sleeps, and launchers only
+ * Latency: the worker polls for ~50 us before it sleeps (longer while work
+ * comes in a steady rhythm: internal.h, spin budgets), and launchers only
  * take the wake-up lock when the worker is asleep, so a launch in a busy
  * loop is a copy and an atomic store.  The sleep handshakes
  * (worker_sleeping/tail, wake_seq/head, space_waiters/head) are seq_cst
@@ -279,7 +280,7 @@ static void wait_for_work(nrt_stream *s, uint64_t h) {
   for (unsigned i = 0; atomic_load(&s->tail) == h; i++) {
     if ((i & 63) == 63) {
       uint64_t now = nrt_now_ns();
-      if (!until) until = now + SPIN_NS;
+      if (!until) until = now + (s->spin_ns ? s->spin_ns : SPIN_NS);
       else if (now > until) break;
       if (!moved) moved = nrt_move_off_cpu(atomic_load_explicit(&s->launcher_cpu, memory_order_relaxed));
       nrt_spin_yield();
@@ -287,11 +288,14 @@ static void wait_for_work(nrt_stream *s, uint64_t h) {
     nrt_cpu_relax();
   }
   if (atomic_load(&s->tail) != h) return;
+  const uint64_t slept = nrt_now_ns();
   pthread_mutex_lock(&s->lock);
   atomic_store(&s->worker_sleeping, 1);
   while (atomic_load(&s->tail) == h) pthread_cond_wait(&s->work_cv, &s->lock);
   atomic_store(&s->worker_sleeping, 0);
   pthread_mutex_unlock(&s->lock);
+  s->spin_ns = nrt_spin_budget_after_sleep(s->spin_ns ? s->spin_ns : SPIN_NS, SPIN_NS,
+                                           nrt_now_ns() - slept);
 }
 
 /* Adaptive eager's look-ahead.  The planner fuses what is queued when the

@@ -264,6 +264,19 @@ static void test_move_off_cpu(void) {
   CHECK(pthread_setaffinity_np(pthread_self(), sizeof own, &own) == 0);
 }
 
+/* Spin budgets: a sleep cut short by work lengthens the next spin to the
+ * gap and a quarter (never shorter than it was, never past the cap); a
+ * sleep past the cap goes back to the base. */
+static void test_spin_budget(void) {
+  const uint64_t base = 50000;
+  CHECK(nrt_spin_budget_after_sleep(base, base, 80000) == 100000);
+  CHECK(nrt_spin_budget_after_sleep(200000, base, 80000) == 200000);
+  CHECK(nrt_spin_budget_after_sleep(base, base, 10000) == base);
+  CHECK(nrt_spin_budget_after_sleep(base, base, NRT_SPIN_MAX_NS - 1) == NRT_SPIN_MAX_NS);
+  CHECK(nrt_spin_budget_after_sleep(NRT_SPIN_MAX_NS, base, NRT_SPIN_MAX_NS + 1) == base);
+  CHECK(nrt_spin_budget_after_sleep(300000, base, 5000000) == base);
+}
+
 int main(void) {
   setenv("TORCHNEURON_HBM_SIZE", "128M", 1);
   setenv("TORCHNEURON_DEVICE_COUNT", "2", 1);
@@ -271,6 +284,7 @@ int main(void) {
   register_test_kernels();
   test_identity();
   test_move_off_cpu();
+  test_spin_budget();
   nrt_stream *s1, *s2;
   CHECK_OK(nrt_stream_from_pool(0, NRT_PRIORITY_NORMAL, &s1));
   CHECK_OK(nrt_stream_from_pool(0, NRT_PRIORITY_HIGH, &s2));
