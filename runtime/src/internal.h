@@ -182,20 +182,7 @@ void nrt_pool_init(int threads);
  * worker (pool.c); returns whether there was one. */
 int nrt_pool_assist(void);
 void nrt_place_slot(int slot); /* this thread onto compute slot `slot`'s CPU (kept: TORCHNEURON_PIN_THREADS) */
-/* Spin-waits and CPU sharing.  A runtime thread that spin-waits for
- * another thread on the same CPU only hands that CPU back and forth with
- * it (sched_yield), and this VM's scheduler left such a pair on one CPU
- * with the other idle: a product synchronised after each call took 16 us
- * there against 8 us apart, for whole runs.  A thread that woke another
- * often got it onto its own CPU.  So each spinner checks, where it
- * yields, whether the thread it waits for runs on its CPU (that thread
- * publishes the CPU it runs on; sched_getcpu reads the rseq area, ~4 ns)
- * and then moves to another CPU (nrt_move_off_cpu).  Only the runtime's
- * own threads move: a stream's worker off its last launcher's CPU, a pool
- * helper off its last region caller's.  A host thread waiting for a
- * stream is the user's, and sleeping it instead of spinning made the pair
- * trade futex wake-ups on one CPU (each wake-up put the woken thread on
- * the waker's CPU): 40 us a round. */
+
 /* Spin budgets that follow the work's rhythm (a stream's worker, a pool
  * helper).  Each polls for its budget before it sleeps, and waking a
  * sleeper costs 20-40 us on a VM.  A loop that synchronises after every
@@ -214,12 +201,34 @@ static inline uint64_t nrt_spin_budget_after_sleep(uint64_t budget, uint64_t bas
   if (want < budget) want = budget;
   return want > NRT_SPIN_MAX_NS ? NRT_SPIN_MAX_NS : want;
 }
+
+/* Spin-waits and CPU sharing.  A runtime thread that spin-waits for
+ * another thread on the same CPU only hands that CPU back and forth with
+ * it (sched_yield), and this VM's scheduler left such a pair on one CPU
+ * with the other idle: a product synchronised after each call took 16 us
+ * there against 8 us apart, for whole runs.  A thread that woke another
+ * often got it onto its own CPU.  So each spinner checks, where it
+ * yields, whether the thread it waits for runs on its CPU (that thread
+ * publishes the CPU it runs on; sched_getcpu reads the rseq area, ~4 ns)
+ * and then moves to another CPU (nrt_move_off_cpu).  Only the runtime's
+ * own threads move: a stream's worker off its last launcher's CPU, a pool
+ * helper off its last region caller's.  A host thread waiting for a
+ * stream is the user's, and sleeping it instead of spinning made the pair
+ * trade futex wake-ups on one CPU (each wake-up put the woken thread on
+ * the waker's CPU): 40 us a round. */
 static inline int nrt_current_cpu(void) { return sched_getcpu(); } /* -1: unknown */
 /* Moves the calling runtime thread off `cpu` if it runs there: its
  * affinity minus that CPU for a moment (the move is made at once), then
  * its own affinity again, so the scheduler stays free.  Does nothing when
  * TORCHNEURON_PIN_THREADS=1 or no other CPU is allowed.  1: it moved. */
 int nrt_move_off_cpu(int cpu);
+/* Publishes the calling thread's CPU in *slot for the threads that wait
+ * for it (stored only when it changed: the line stays shared). */
+static inline void nrt_publish_cpu(atomic_int *slot) {
+  const int cpu = nrt_current_cpu();
+  if (cpu != atomic_load_explicit(slot, memory_order_relaxed))
+    atomic_store_explicit(slot, cpu, memory_order_relaxed);
+}
 
 /* The device's floating-point control state (MXCSR: rounding, flush-to-
  * zero, denormals-are-zero) is x86's default, whatever the host thread had
@@ -259,5 +268,12 @@ static inline void nrt_cpu_relax(void) {
  * only pauses keeps the core from the thread whose progress it awaits, up
  * to the whole spin, each time. */
 static inline void nrt_spin_yield(void) { sched_yield(); }
+
+/* A spin-wait's periodic step (with nrt_spin_yield's reasons): moves off
+ * the CPU published in *part_from once per wait (*moved), then yields. */
+static inline void nrt_spin_step(int *moved, atomic_int *part_from) {
+  if (!*moved) *moved = nrt_move_off_cpu(atomic_load_explicit(part_from, memory_order_relaxed));
+  nrt_spin_yield();
+}
 
 #endif

@@ -137,15 +137,15 @@ static void run_chunks(int worker) {
  * to move off it (internal.h, spin-waits and CPU sharing). */
 static int spin_for(uint64_t ns, int (*done)(void *), void *arg, atomic_int *part_from) {
   uint64_t until = 0;
-  int moved = !part_from;
+  int moved = 0;
   for (unsigned i = 0;; i++) {
     if (done(arg)) return 1;
     if ((i & 63) == 63) {
       uint64_t now = nrt_now_ns();
       if (!until) until = now + ns;
       else if (now > until) return done(arg);
-      if (!moved) moved = nrt_move_off_cpu(atomic_load_explicit(part_from, memory_order_relaxed));
-      nrt_spin_yield();
+      if (part_from) nrt_spin_step(&moved, part_from);
+      else nrt_spin_yield();
     }
     nrt_cpu_relax();
   }
@@ -233,9 +233,7 @@ int nrt_pool_assist(void) {
 
 /* Opens the region that job now describes to the helpers. */
 static void wake_helpers(void) {
-  const int cpu = nrt_current_cpu();
-  if (cpu != atomic_load_explicit(&caller_cpu, memory_order_relaxed))
-    atomic_store_explicit(&caller_cpu, cpu, memory_order_relaxed);
+  nrt_publish_cpu(&caller_cpu);
   pthread_mutex_lock(&wake_lock);
   atomic_fetch_add(&generation, 1);
   if (sleeping_helpers) pthread_cond_broadcast(&wake_cv);

@@ -153,6 +153,7 @@ nrt_stream *nrt_stream_create_internal(nrt_device *dev, int64_t id, int priority
   s->id = id;
   atomic_store(&s->wake_seq, UINT64_MAX);
   atomic_store(&s->launcher_cpu, -1);
+  s->spin_ns = SPIN_NS;
   s->priority = priority;
   pthread_mutex_init(&s->push_lock, NULL);
   pthread_mutex_init(&s->lock, NULL);
@@ -280,10 +281,9 @@ static void wait_for_work(nrt_stream *s, uint64_t h) {
   for (unsigned i = 0; atomic_load(&s->tail) == h; i++) {
     if ((i & 63) == 63) {
       uint64_t now = nrt_now_ns();
-      if (!until) until = now + (s->spin_ns ? s->spin_ns : SPIN_NS);
+      if (!until) until = now + s->spin_ns;
       else if (now > until) break;
-      if (!moved) moved = nrt_move_off_cpu(atomic_load_explicit(&s->launcher_cpu, memory_order_relaxed));
-      nrt_spin_yield();
+      nrt_spin_step(&moved, &s->launcher_cpu);
     }
     nrt_cpu_relax();
   }
@@ -294,8 +294,7 @@ static void wait_for_work(nrt_stream *s, uint64_t h) {
   while (atomic_load(&s->tail) == h) pthread_cond_wait(&s->work_cv, &s->lock);
   atomic_store(&s->worker_sleeping, 0);
   pthread_mutex_unlock(&s->lock);
-  s->spin_ns = nrt_spin_budget_after_sleep(s->spin_ns ? s->spin_ns : SPIN_NS, SPIN_NS,
-                                           nrt_now_ns() - slept);
+  s->spin_ns = nrt_spin_budget_after_sleep(s->spin_ns, SPIN_NS, nrt_now_ns() - slept);
 }
 
 /* Adaptive eager's look-ahead.  The planner fuses what is queued when the
@@ -487,9 +486,7 @@ nrt_status nrt_launch_internal(nrt_stream *s, const nrt_task *task, uint64_t *se
   }
   copy_task(&s->ring[t % RING_TASKS], task);
   if (nrt_trace_enabled()) s->enqueue_ns[t % RING_TASKS] = nrt_now_ns();
-  const int cpu = nrt_current_cpu();
-  if (cpu != atomic_load_explicit(&s->launcher_cpu, memory_order_relaxed))
-    atomic_store_explicit(&s->launcher_cpu, cpu, memory_order_relaxed);
+  nrt_publish_cpu(&s->launcher_cpu);
   atomic_store(&s->tail, t + 1);
   pthread_mutex_unlock(&s->push_lock);
   if (seq) *seq = t + 1;
