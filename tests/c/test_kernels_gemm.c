@@ -242,7 +242,8 @@ static void test_random_sweep(void) {
  * multiple of the micro-tile's width (32 floats at AVX-512, 16 at AVX2; 16
  * doubles / 8), k within one k block (KC 40 here), up to 256 rows; two
  * panels of NC 64, edge row tiles, batches with a broadcast B, alpha/beta,
- * a transposed out; float16/bfloat16 at the same shapes. */
+ * a transposed out; float16/bfloat16 at the same shapes.  (At AVX2 only a
+ * B within half of L1 is read in place: 13x128x33 is packed there.) */
 static void test_plain_unpacked(void) {
   gcase cases[] = {
       {NRT_FLOAT32, 1, 100, 64, 40, 0, 0, 0, 1, 0, 0, 0}, {NRT_FLOAT32, 1, 13, 128, 33, 1, 0, 0, 0.5, 2, 0, 0},
