@@ -101,35 +101,58 @@ AI void ukr_1x1(int64_t k, const T *a, int64_t lda, const T *b, int64_t ldb, T *
   vstore(c, c0);
 }
 
+/* R rows x 2 vectors, 2R accumulators: 8 x 2 for the 32-register ISA
+ * (AVX-512), 6 x 2 for AVX2's 16 (12 accumulators, a broadcast and two B
+ * vectors).  Fewer B loads per FMA than the 4-row kernel, and more
+ * independent sums in flight: 4 x 2's eight only just cover two FMA pipes
+ * of four cycles' latency.  Same per-element k order, so the same bits. */
+#define UKR_RX2(name, R)                                                                        \
+  AI void name(int64_t k, const T *a, int64_t lda, const T *b, int64_t ldb, T *c, int64_t ldc, \
+               int acc) {                                                                      \
+    vec c0[R], c1[R];                                                                          \
+    _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                                      \
+      c0[r] = acc ? vload(c + r * ldc) : (vec){0};                                             \
+      c1[r] = acc ? vload(c + r * ldc + VW) : (vec){0};                                        \
+    }                                                                                          \
+    for (int64_t p = 0; p < k; p++) {                                                          \
+      const vec b0 = vload(b + p * ldb), b1 = vload(b + p * ldb + VW);                         \
+      _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                                    \
+        const vec x = vsplat(a[r * lda + p]);                                                  \
+        c0[r] += x * b0, c1[r] += x * b1;                                                      \
+      }                                                                                        \
+    }                                                                                          \
+    _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                        \
+      vstore(c + r * ldc, c0[r]), vstore(c + r * ldc + VW, c1[r]);                             \
+  }
 #if AT_VW >= 16
-/* 8 rows x 2 vectors: 16 accumulators, for the 32-register ISA (AVX-512);
- * half the B loads per FMA of the 4-row kernel.  Same per-element k order. */
-AI void ukr_8x2(int64_t k, const T *a, int64_t lda, const T *b, int64_t ldb, T *c, int64_t ldc, int acc) {
-  vec c0[8], c1[8];
-#pragma GCC unroll 8
-  for (int r = 0; r < 8; r++) {
-    c0[r] = acc ? vload(c + r * ldc) : (vec){0};
-    c1[r] = acc ? vload(c + r * ldc + VW) : (vec){0};
-  }
-  for (int64_t p = 0; p < k; p++) {
-    const vec b0 = vload(b + p * ldb), b1 = vload(b + p * ldb + VW);
-#pragma GCC unroll 8
-    for (int r = 0; r < 8; r++) {
-      const vec x = vsplat(a[r * lda + p]);
-      c0[r] += x * b0, c1[r] += x * b1;
-    }
-  }
-#pragma GCC unroll 8
-  for (int r = 0; r < 8; r++) vstore(c + r * ldc, c0[r]), vstore(c + r * ldc + VW, c1[r]);
-}
+UKR_RX2(ukr_8x2, 8)
+#define WIDE_ROWS 8
+#elif AT_VW == 8
+UKR_RX2(ukr_6x2, 6)
+#define WIDE_ROWS 6
 #endif
 
 static void tile_gemm(int64_t m, int64_t n, int64_t k, const T *a, int64_t lda, const T *b,
                       int64_t ldb, T *c, int64_t ldc, int acc) {
   int64_t i = 0;
+#ifdef WIDE_ROWS
+  /* wide blocks; at AVX2 one or two fewer where that leaves a multiple of
+   * MR rows (128 = 20 x 6 + 2 x 4, not 21 x 6 + 2 rows of the load-bound
+   * 1 x 2 kernel) */
+  int64_t wide = m / WIDE_ROWS;
+  for (int t = 0; t < MR && t < wide; t++)
+    if ((m - (wide - t) * WIDE_ROWS) % MR == 0) {
+      wide -= t;
+      break;
+    }
+  for (; i < wide * WIDE_ROWS && n % (2 * VW) == 0; i += WIDE_ROWS)
+    for (int64_t j = 0; j < n; j += 2 * VW) {
 #if AT_VW >= 16
-  for (; i + 8 <= m && n % (2 * VW) == 0; i += 8)
-    for (int64_t j = 0; j < n; j += 2 * VW) ukr_8x2(k, a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc, acc);
+      ukr_8x2(k, a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc, acc);
+#else
+      ukr_6x2(k, a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc, acc);
+#endif
+    }
 #endif
   for (; i + MR <= m; i += MR) {
     int64_t j = 0;
@@ -370,6 +393,22 @@ static inline void finish_scores(T *s, int64_t n_pad, int64_t lo, int64_t hi, T 
     for (int64_t c = 0; c < n_pad; c += VW) vstore(s + c, vload(s + c) * vs);
     return;
   }
+  if (n_pad % VW == 0) {
+    /* a causal or padded line: the same products, the hidden lanes
+     * selected to -inf by a compare on the lane's index (element by
+     * element this loop cost causal attention at head size 16 a fifth of
+     * its time, more than the masking saved) */
+    const vec vs = vsplat(scale), ninf = vsplat(-(T)INFINITY);
+    vec idx;
+    for (int l = 0; l < VW; l++) idx[l] = (T)l;
+    const vec vlo = vsplat((T)lo), vhi = vsplat((T)hi), step = vsplat((T)VW);
+    for (int64_t c = 0; c < n_pad; c += VW, idx += step) {
+      const vsplat_mask keep = (idx >= vlo) & (idx < vhi);
+      const vec x = vload(s + c) * vs;
+      vstore(s + c, (vec)(((vsplat_mask)x & keep) | ((vsplat_mask)ninf & ~keep)));
+    }
+    return;
+  }
   for (int64_t c = 0; c < n_pad; c++) s[c] = (c >= lo && c < hi) ? s[c] * scale : -(T)INFINITY;
 }
 
@@ -390,6 +429,17 @@ static inline T row_max(const T *s, int64_t n) {
   }
   for (; c < n; c++) mx = s[c] > mx ? s[c] : mx;
   return mx;
+}
+
+/* s[from..to) = 0 with vector stores past the first whole vector.  As a
+ * plain loop gcc made it `rep stosq`, whose start-up (tens of cycles)
+ * outweighed the few vectors each causal row clears: 4% of a causal
+ * forward at head size 16.  Kept out of line so the option sticks. */
+__attribute__((noinline, optimize("no-tree-loop-distribute-patterns")))
+static void zero_tail(T *s, int64_t from, int64_t to) {
+  for (; from < to && from % VW; from++) s[from] = 0;
+  for (; from + VW <= to; from += VW) vstore(s + from, (vec){0});
+  for (; from < to; from++) s[from] = 0;
 }
 
 /* sum of s[0..n), n a multiple of VW, in a fixed order. */
@@ -447,7 +497,7 @@ static void forward_range(void *arg, int64_t u0, int64_t u1, int worker) {
         const int64_t we = hi <= 0 ? 0 : round_up(hi, VW) < BK ? round_up(hi, VW) : BK;
         for (int64_t c = 0; c < we; c++) s[c] -= mnew;
         exp_inplace(s, we);
-        for (int64_t c = we; c < BK; c++) s[c] = 0;
+        zero_tail(s, we, BK);
         const T sum = row_sum(s, we);
         if (m[r] != mnew) {
           const T alpha = m[r] == -(T)INFINITY ? 0 : (T)exp(m[r] - mnew);
@@ -630,7 +680,7 @@ static void backward_q_range(void *arg, int64_t u0, int64_t u1, int worker) {
           if (j->dropout && !keep_elem(p, &pc, j->thr, base + (uint64_t)c)) z = 0;
           dp[c] = s[c] * (dp[c] * z - delta[r]);
         }
-        for (int64_t c = nk; c < BK; c++) dp[c] = 0;
+        if (nk < BK) zero_tail(dp, nk, BK);
         if (p->dbias.data) store_line((char *)row_ptr(&p->dbias, b, h, i) + j0 * p->dbias.st[3], p->dbias.st[3],
                                       p->dbias.dtype, dp, 1, nk);
       }
