@@ -171,38 +171,62 @@ static void tile_gemm(int64_t m, int64_t n, int64_t k, const T *a, int64_t lda, 
  * (range reduction by ln 2 in two parts, degree-6 polynomial), about
  * 1 ulp; -inf (and anything below the float range) gives exactly 0.
  * Double: the C library's exp per lane. */
+#if !AT_IS_DOUBLE
+typedef int32_t ivec __attribute__((vector_size(AT_VW * 4), aligned(4)));
+AI vec exp_vec(vec v) {
+  const vec hi = vsplat(88.3762626647949f), lo = vsplat(-87.3365447504f);
+  ivec keep = ~(v < lo); /* NaN stays NaN */
+  ivec big = v > hi;
+  v = (vec)(((ivec)v & ~big) | ((ivec)hi & big));
+  v = (vec)(((ivec)v & keep) | ((ivec)lo & ~keep));
+  vec t = v * vsplat(1.44269504088896341f) + vsplat(128.5f);
+  ivec ni = __builtin_convertvector(t, ivec); /* t > 0: truncation is floor */
+  vec nf = __builtin_convertvector(ni, vec) - vsplat(128.0f);
+  ni -= 128;
+  vec r = v - nf * vsplat(0.693359375f);
+  r = r - nf * vsplat(-2.12194440e-4f);
+  vec z = r * r;
+  vec y = vsplat(1.9875691500E-4f);
+  y = y * r + vsplat(1.3981999507E-3f);
+  y = y * r + vsplat(8.3334519073E-3f);
+  y = y * r + vsplat(4.1665795894E-2f);
+  y = y * r + vsplat(1.6666665459E-1f);
+  y = y * r + vsplat(5.0000001201E-1f);
+  y = y * z + r + vsplat(1.0f);
+  ivec e = (ni + 127) << 23;
+  y = y * (vec)e;
+  return (vec)((ivec)y & keep);
+}
+#endif
+
 static void exp_inplace(T *x, int64_t n) {
 #if AT_IS_DOUBLE
   for (int64_t i = 0; i < n; i++) x[i] = exp(x[i]);
 #else
-  typedef int32_t ivec __attribute__((vector_size(AT_VW * 4), aligned(4)));
-  const vec hi = vsplat(88.3762626647949f), lo = vsplat(-87.3365447504f);
-  for (int64_t i = 0; i < n; i += VW) {
-    vec v = vload(x + i);
-    ivec keep = ~(v < lo); /* NaN stays NaN */
-    ivec big = v > hi;
-    v = (vec)(((ivec)v & ~big) | ((ivec)hi & big));
-    v = (vec)(((ivec)v & keep) | ((ivec)lo & ~keep));
-    vec t = v * vsplat(1.44269504088896341f) + vsplat(128.5f);
-    ivec ni = __builtin_convertvector(t, ivec); /* t > 0: truncation is floor */
-    vec nf = __builtin_convertvector(ni, vec) - vsplat(128.0f);
-    ni -= 128;
-    vec r = v - nf * vsplat(0.693359375f);
-    r = r - nf * vsplat(-2.12194440e-4f);
-    vec z = r * r;
-    vec y = vsplat(1.9875691500E-4f);
-    y = y * r + vsplat(1.3981999507E-3f);
-    y = y * r + vsplat(8.3334519073E-3f);
-    y = y * r + vsplat(4.1665795894E-2f);
-    y = y * r + vsplat(1.6666665459E-1f);
-    y = y * r + vsplat(5.0000001201E-1f);
-    y = y * z + r + vsplat(1.0f);
-    ivec e = (ni + 127) << 23;
-    y = y * (vec)e;
-    y = (vec)((ivec)y & keep);
-    vstore(x + i, y);
+  for (int64_t i = 0; i < n; i += VW) vstore(x + i, exp_vec(vload(x + i)));
+#endif
+}
+
+/* s[c] = exp(s[c] - m) over n (a multiple of VW), returning their sum
+ * (a vector accumulator, then its lanes in order: a fixed order).  One
+ * pass instead of a subtraction, the exp and the sum each going over the
+ * line: the same operations per element, so the same bits. */
+static T exp_shifted_sum(T *s, int64_t n, T m) {
+  vec acc = {0};
+#if AT_IS_DOUBLE
+  for (int64_t c = 0; c < n; c++) s[c] = exp(s[c] - m);
+  for (int64_t c = 0; c < n; c += VW) acc += vload(s + c);
+#else
+  const vec vm = vsplat(m);
+  for (int64_t c = 0; c < n; c += VW) {
+    const vec e = exp_vec(vload(s + c) - vm);
+    vstore(s + c, e);
+    acc += e;
   }
 #endif
+  T sum = 0;
+  for (int l = 0; l < VW; l++) sum += acc[l];
+  return sum;
 }
 
 /* ------------------------------------------------------------ tile loads */
@@ -442,15 +466,6 @@ static void zero_tail(T *s, int64_t from, int64_t to) {
   for (; from < to; from++) s[from] = 0;
 }
 
-/* sum of s[0..n), n a multiple of VW, in a fixed order. */
-static inline T row_sum(const T *s, int64_t n) {
-  vec acc = {0};
-  for (int64_t c = 0; c < n; c += VW) acc += vload(s + c);
-  T sum = 0;
-  for (int l = 0; l < VW; l++) sum += acc[l];
-  return sum;
-}
-
 /* ------------------------------------------------------------- forward */
 
 static void forward_range(void *arg, int64_t u0, int64_t u1, int worker) {
@@ -495,10 +510,8 @@ static void forward_range(void *arg, int64_t u0, int64_t u1, int worker) {
         /* past the last whole vector holding a visible key (causal: the
          * row's end) every exp is 0: write the zeros, skip the work */
         const int64_t we = hi <= 0 ? 0 : round_up(hi, VW) < BK ? round_up(hi, VW) : BK;
-        for (int64_t c = 0; c < we; c++) s[c] -= mnew;
-        exp_inplace(s, we);
+        const T sum = exp_shifted_sum(s, we, mnew);
         zero_tail(s, we, BK);
-        const T sum = row_sum(s, we);
         if (m[r] != mnew) {
           const T alpha = m[r] == -(T)INFINITY ? 0 : (T)exp(m[r] - mnew);
           l[r] *= alpha;
