@@ -192,7 +192,7 @@ def mask_of(seed, B, H, L, S, p):
     return keep
 
 
-@pytest.mark.parametrize("B", [2, 6])  # 6 x 3 heads: the one-pass backward
+@pytest.mark.parametrize("B", [2, 6])  # the one-pass backward: 6 x 3 heads, 2 x 3 in 2 key chunks
 def test_dropout_deterministic_keep_rate_and_backward_matches_mask(B):
     H, L, S, D, p = 3, 40, 70, 16, 0.3
     keep = mask_of(123, B, H, L, S, p)
@@ -217,7 +217,7 @@ def test_dropout_deterministic_keep_rate_and_backward_matches_mask(B):
         torch.testing.assert_close(a.grad.cpu(), b.grad, atol=1e-4, rtol=1e-3)
 
 
-@pytest.mark.parametrize("B", [1, 8])  # 8 x 2 kv heads: the one-pass backward
+@pytest.mark.parametrize("B", [1, 8])  # 8 x 2 kv heads: the one-pass backward; 1 x 2: two passes
 def test_dropout_causal_gqa_backward_matches_mask(B):
     H, L, S, D, p = 4, 33, 33, 8, 0.5
     keep = mask_of(7, B, H, L, S, p)
@@ -236,7 +236,9 @@ def test_dropout_causal_gqa_backward_matches_mask(B):
         torch.testing.assert_close(a.grad.cpu(), b.grad, atol=1e-4, rtol=1e-3)
 
 
-@pytest.mark.parametrize("B", [2, 4])  # 4 x 4 heads: the one-pass backward
+# the one-pass backward: 2 x 4 and 4 x 4 (batch, head) units, and 1 x 4 in 2
+# key chunks whose dQ partial sums are added in a fixed order
+@pytest.mark.parametrize("B", [1, 2, 4])
 def test_results_do_not_depend_on_thread_count(B):
     from conftest import run_python
     code = f"""
@@ -254,9 +256,9 @@ def test_results_do_not_depend_on_thread_count(B):
     assert one.stdout.strip() == many.stdout.strip()
 
 
-# The one-pass backward (BACKWARD: a unit per (batch, kv head)) is taken
-# from 16 (batch, kv head) pairs on; the cases above mostly have fewer and
-# take the two-pass one.  These cover it: the training examples' layouts
+# The one-pass backward (BACKWARD: a unit per (batch, kv head), or per key
+# chunk of one) is taken from 8 units on (nk_attention_key_chunks); the
+# cases above with few heads and short keys take the two-pass one.  These cover it: the training examples' layouts
 # (q/k/v split from one (B, T, 3C) projection), odd lengths, head dims
 # 16/64/other, GQA, masks, 16-bit.
 ONE_PASS = [  # B, Hq, Hkv, L, S, D, Dv
@@ -265,6 +267,8 @@ ONE_PASS = [  # B, Hq, Hkv, L, S, D, Dv
     (4, 4, 4, 131, 70, 24, 40),     # odd lengths, other head dims
     (2, 8, 8, 200, 200, 32, 32),    # two key and two query blocks
     (4, 8, 4, 45, 77, 40, 16),      # GQA
+    (1, 2, 2, 100, 300, 32, 32),    # 2 pairs in 3 key chunks of 2, 2, 1 blocks (dQ partial sums)
+    (1, 4, 2, 70, 200, 16, 24),     # GQA in 4 key chunks of one block each
 ]
 
 

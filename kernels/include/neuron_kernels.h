@@ -845,8 +845,8 @@ typedef struct nk_norm_params {
  *                [7] mask (has_mask).
  *   BACKWARD_Q:  [0] dq, [1] dbias (B, Hq, L, S; written when has_dbias,
  *                else ignored), [2..7] as BACKWARD_KV.
- *   BACKWARD:    dq, dk and dv in one pass over (batch, kv head) units
- *                (no dbias, no mask): [0] dq, [1] dk, [2] dv, [3] dout,
+ *   BACKWARD:    dq, dk and dv in one pass over (batch, kv head, key
+ *                chunk) units (no dbias, no mask): [0] dq, [1] dk, [2] dv, [3] dout,
  *                [4] q, [5] k, [6] v, [7] stats as BACKWARD_KV.  Holds the
  *                unit's whole K/V and one head's Q/dO in float: for many
  *                (batch, head) pairs of moderate length.
@@ -857,6 +857,23 @@ typedef struct nk_norm_params {
  * Work splits over (batch, head, query block) (forward, dQ) and (batch,
  * kv head, key block) (dK, dV): every output element is written by one
  * unit in a fixed order, so results never depend on the thread count. */
+/* The one-pass backward (BACKWARD) splits each (batch, kv head) into this
+ * many chunks of its keys: enough units to feed 8 threads, at most one
+ * chunk per 64-key block.  A function of the shape alone, so the results
+ * never depend on the thread count; each chunk's dQ is a partial sum,
+ * added in chunk order.  Each chunk loads its heads' Q and dO again, so
+ * chunks cost: B1 H8 S512 D64 forward+backward on 2 threads took 7-15%
+ * longer as 16 units of half the keys than as 8 whole ones.  8 threads is
+ * the compromise between a 2-core machine and a larger one.  The op layer
+ * uses it to choose the one-pass form. */
+static inline int64_t nk_attention_key_chunks(int64_t units, int64_t S) {
+  const int64_t blocks = (S + 63) / 64;
+  int64_t c = units >= 8 || units <= 0 ? 1 : (8 + units - 1) / units;
+  if (c > blocks) c = blocks;
+  if (c <= 1) return 1;
+  const int64_t per = (blocks + c - 1) / c; /* key blocks per chunk */
+  return (blocks + per - 1) / per;         /* the chunks those make */
+}
 typedef enum nk_attention_mode {
   NK_ATTENTION_FORWARD = 0,
   NK_ATTENTION_BACKWARD_KV,

@@ -32,6 +32,7 @@ typedef T vec_u __attribute__((vector_size(AT_VW * sizeof(AT_T)), aligned(sizeof
 #define VW AT_VW
 #define BQ 128  /* query rows per tile  */
 #define BK 64  /* key rows per tile    */
+_Static_assert(BK == 64, "nk_attention_key_chunks (neuron_kernels.h) counts 64-key blocks");
 #define MR 4   /* micro-kernel rows    */
 
 static inline vec vload(const T *p) { return *(const vec_u *)p; }
@@ -338,6 +339,11 @@ typedef struct job {
   volatile int oom;
   T *pack;      /* pre-converted tiles (see pack_range), or NULL */
   int64_t tile; /* elements per packed tile */
+  /* the one-pass backward's key chunks: kchunks per (batch, kv head) of
+   * kcb key blocks each; with more than one, each chunk's dQ (transposed,
+   * D x Lp) goes to dq_part and reduce_dq_range sums them in order */
+  int64_t kchunks, kcb;
+  T *dq_part;
 } job;
 
 /* ------------------------------------------------------------- packing
@@ -706,7 +712,9 @@ static void backward_q_range(void *arg, int64_t u0, int64_t u1, int worker) {
 }
 
 /* ------------------------------------ backward: dQ, dK, dV in one pass
- * A unit owns a (batch, kv head) entirely: its K, V (rows, and K
+ * A unit owns a (batch, kv head) -- or one of its key chunks, where
+ * there are too few pairs to feed the pool (nk_attention_key_chunks) --:
+ * its K, V (rows, and K
  * transposed) and, one query head at a time, that head's Q, dO (rows and
  * transposed), lse and delta = rowsum(dO * O) are loaded once into the unit's buffers; then for every (key block,
  * query block) pair S^T and dP^T are computed once and feed all three
@@ -714,7 +722,9 @@ static void backward_q_range(void *arg, int64_t u0, int64_t u1, int worker) {
  * packing pass).  dK, dV accumulate over the
  * whole key range of the unit, dQ (kept transposed, D x L) over the key
  * blocks of the head; every output element is still written by one unit
- * in a fixed order, so results do not depend on the thread count. */
+ * in a fixed order, so results do not depend on the thread count.  With
+ * key chunks, each chunk's dQ is a partial sum that reduce_dq_range adds
+ * in chunk order (the chunks are a function of the shape alone). */
 static void backward_fused_range(void *arg, int64_t u0, int64_t u1, int worker) {
   (void)worker;
   job *j = arg;
@@ -730,7 +740,8 @@ static void backward_fused_range(void *arg, int64_t u0, int64_t u1, int worker) 
   const T scale = (T)p->scale;
   philox_cache pc = {0};
   for (int64_t u = u0; u < u1; u++) {
-    const int64_t hk = u % p->Hkv, b = u / p->Hkv;
+    const int64_t chunk = u % j->kchunks, hk = (u / j->kchunks) % p->Hkv, b = u / (j->kchunks * p->Hkv);
+    const int64_t jb = chunk * j->kcb * BK, je = jb + j->kcb * BK < S ? jb + j->kcb * BK : S;
     load_tile(K, D, &p->k, b, hk, 0, S, D, 0);
     load_tile(V, Dv, &p->v, b, hk, 0, S, Dv, 0);
     load_tile(Kt, Sp, &p->k, b, hk, 0, S, D, 1);
@@ -748,7 +759,7 @@ static void backward_fused_range(void *arg, int64_t u0, int64_t u1, int worker) 
         load_line(lse + r, 1, row_ptr(&p->lse, b, h, r), 0, p->lse.dtype, 1);
         load_line(delta + r, 1, row_ptr(&p->delta, b, h, r), 0, p->delta.dtype, 1);
       }
-      for (int64_t j0 = 0; j0 < S; j0 += BK) {
+      for (int64_t j0 = jb; j0 < je; j0 += BK) {
         const int64_t nk = S - j0 < BK ? S - j0 : BK;
         for (int64_t i0 = p->causal ? j0 / BQ * BQ : 0; i0 < L; i0 += BQ) {
           const int64_t nq = L - i0 < BQ ? L - i0 : BQ;
@@ -790,17 +801,46 @@ static void backward_fused_range(void *arg, int64_t u0, int64_t u1, int worker) 
           tile_gemm(D, W, nk, Kt + j0, Sp, dPt, BQ, dQt + i0, Lp, 1);
         }
       }
+      if (j->kchunks > 1) {
+        if (j->dq_part)
+          memcpy(j->dq_part + ((b * p->Hq + h) * j->kchunks + chunk) * D * Lp, dQt, sizeof(T) * (size_t)(D * Lp));
+        continue;
+      }
       for (int64_t r = 0; r < L; r++) {
         for (int64_t c = 0; c < D; c++) tmp[c] = dQt[c * Lp + r];
         store_line((char *)row_ptr(&p->dq, b, h, r), p->dq.st[3], p->dq.dtype, tmp, scale, D);
       }
     }
-    for (int64_t r = 0; r < S; r++) {
+    for (int64_t r = jb; r < je; r++) {
       store_line((char *)row_ptr(&p->dk, b, hk, r), p->dk.st[3], p->dk.dtype, dK + r * Dp, scale, D);
       store_line((char *)row_ptr(&p->dv, b, hk, r), p->dv.st[3], p->dv.dtype, dV + r * Dvp, 1, Dv);
     }
   }
   free(buf);
+}
+
+/* dQ of (batch, head) units from the key chunks' partial sums, added in
+ * chunk order. */
+static void reduce_dq_range(void *arg, int64_t u0, int64_t u1, int worker) {
+  (void)worker;
+  job *j = arg;
+  const nk_attn_problem *p = j->p;
+  const int64_t D = p->D, L = p->L, Lp = round_up(L, 2 * VW), nc = j->kchunks;
+  T *tmp = alloc_tiles(j, (size_t)D);
+  if (!tmp) return;
+  for (int64_t u = u0; u < u1; u++) {
+    const int64_t h = u % p->Hq, b = u / p->Hq;
+    const T *part = j->dq_part + u * nc * D * Lp;
+    for (int64_t r = 0; r < L; r++) {
+      for (int64_t c = 0; c < D; c++) {
+        T sum = part[c * Lp + r];
+        for (int64_t k = 1; k < nc; k++) sum += part[(k * D + c) * Lp + r];
+        tmp[c] = sum;
+      }
+      store_line((char *)row_ptr(&p->dq, b, h, r), p->dq.st[3], p->dq.dtype, tmp, (T)p->scale, D);
+    }
+  }
+  free(tmp);
 }
 
 /* ------------------------------------------------------------- entry */
@@ -841,9 +881,21 @@ int AT_NAME(const nk_attn_problem *p, nrt_exec_ctx *ctx) {
   else pj.single_use = j.nqb == 1 && j.group == 1;
   if (p->mode != NK_ATTENTION_BACKWARD) pack(&j, &pj, p->B);
   switch (p->mode) {
-  case NK_ATTENTION_BACKWARD:
-    nk_parallel_for(p->B * p->Hkv, 1, backward_fused_range, &j);
+  case NK_ATTENTION_BACKWARD: {
+    const int64_t chunks = nk_attention_key_chunks(p->B * p->Hkv, p->S);
+    j.kchunks = chunks;
+    j.kcb = (j.nkb + chunks - 1) / chunks;
+    /* no partial sums to keep when dq is empty (L or D 0) */
+    const int64_t part = j.kchunks > 1 ? p->B * p->Hq * j.kchunks * p->D * round_up(p->L, 2 * VW) : 0;
+    if (part > 0) {
+      j.dq_part = aligned_alloc(64, (size_t)round_up((int64_t)sizeof(T) * part, 64));
+      if (!j.dq_part) j.oom = 1;
+    }
+    if (!j.oom) nk_parallel_for(p->B * p->Hkv * j.kchunks, 1, backward_fused_range, &j);
+    if (!j.oom && j.dq_part) nk_parallel_for(p->B * p->Hq, 1, reduce_dq_range, &j);
+    free(j.dq_part);
     break;
+  }
   case NK_ATTENTION_FORWARD:
     nk_parallel_for(p->B * p->Hq * j.nqb, 1, forward_range, &j);
     break;
