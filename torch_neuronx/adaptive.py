@@ -18,7 +18,8 @@ naming the ops).  ``TORCHNEURON_LAUNCH_BLOCKING=1`` runs every op alone.
 Deterministic algorithms leave it on: the bits do not change.
 
 A group whose ops all have a vector expression (binary arithmetic, the
-unary ops with vector bodies; float32, and bfloat16/float16 on AVX-512) is
+unary ops with vector bodies; float32 only: a 16-bit chain compiled with a
+rounding after every member ran slower than row mode) is
 also compiled, the first time it is seen, into one loop that keeps its
 intermediates in registers (runtime/src/fusion_jit.c), with the kernels'
 own vector code, so the bits stay those of unfused execution.  The build
