@@ -185,20 +185,10 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> sdpa_backward(
   }
   const char* what = "scaled_dot_product_attention backward";
   // The one-pass backward (BACKWARD): a unit per (batch, kv head), or per
-  // key chunk of one where there are fewer than 8 such pairs
-  // (nk_attention_key_chunks), holding its K/V and one head's Q/dO in
-  // float: 5 tile products per block pair against the two passes' 7.
-  // Forward+backward on Zen 3 (AVX2), two passes / one: B1 H8 S512 D64
-  // 17.8 / 14.9 ms, B1 H4 (2 chunks) 9.3 / 8.3.  Taken (no mask: 8
-  // operands at most) when the units are enough for 8 threads, their
-  // buffers stay small and the chunks' dQ partial sums take at most 64 MiB
-  // (shape rules: the choice, and so the results, never depend on the
-  // thread count).
-  const double unit_bytes = 8.0 * static_cast<double>((L + S) * (D + Dv) * 3);
-  const int64_t chunks = nk_attention_key_chunks(B * Hkv, S);
-  const double part_bytes = chunks > 1 ? 4.0 * static_cast<double>(B * q.size(1) * chunks * D * (L + 16)) : 0;
-  if (!m.defined() && B * Hkv * chunks >= 8 && unit_bytes <= 16.0 * 1024 * 1024 &&
-      part_bytes <= 64.0 * 1024 * 1024) {
+  // key chunk of one, 5 tile products per block pair against the two
+  // passes' 7; taken without a mask (8 operands at most) where the shape
+  // rule of nk_attention_one_pass says so.
+  if (!m.defined() && nk_attention_one_pass(B, q.size(1), Hkv, L, S, D, Dv)) {
     if (dq.numel() + dk.numel() + dv.numel() > 0) {
       Task task(NK_KERNEL_ATTENTION, "aten::_scaled_dot_product_fused_attention_overrideable_backward", 8);
       auto* p = task.params<nk_attention_params>();

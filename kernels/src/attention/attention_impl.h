@@ -126,11 +126,12 @@ AI void ukr_1x1(int64_t k, const T *a, int64_t lda, const T *b, int64_t ldb, T *
       vstore(c + r * ldc, c0[r]), vstore(c + r * ldc + VW, c1[r]);                             \
   }
 #if AT_VW >= 16
-UKR_RX2(ukr_8x2, 8)
 #define WIDE_ROWS 8
 #elif AT_VW == 8
-UKR_RX2(ukr_6x2, 6)
 #define WIDE_ROWS 6
+#endif
+#ifdef WIDE_ROWS
+UKR_RX2(ukr_wide, WIDE_ROWS)
 #endif
 
 static void tile_gemm(int64_t m, int64_t n, int64_t k, const T *a, int64_t lda, const T *b,
@@ -147,13 +148,7 @@ static void tile_gemm(int64_t m, int64_t n, int64_t k, const T *a, int64_t lda, 
       break;
     }
   for (; i < wide * WIDE_ROWS && n % (2 * VW) == 0; i += WIDE_ROWS)
-    for (int64_t j = 0; j < n; j += 2 * VW) {
-#if AT_VW >= 16
-      ukr_8x2(k, a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc, acc);
-#else
-      ukr_6x2(k, a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc, acc);
-#endif
-    }
+    for (int64_t j = 0; j < n; j += 2 * VW) ukr_wide(k, a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc, acc);
 #endif
   for (; i + MR <= m; i += MR) {
     int64_t j = 0;
@@ -711,6 +706,22 @@ static void backward_q_range(void *arg, int64_t u0, int64_t u1, int worker) {
   free(buf);
 }
 
+/* Head (b, h)'s dQ rows from nc partial sums, each D x Lp transposed
+ * (Lp = L rounded to 2 VW), nc apart by D * Lp: summed in order, scaled
+ * and stored; tmp holds D values.  One partial: the one-pass backward's
+ * own dQ; more: reduce_dq_range's key chunks. */
+static void store_dq(const nk_attn_problem *p, int64_t b, int64_t h, const T *part, int64_t nc, T *tmp) {
+  const int64_t D = p->D, L = p->L, Lp = round_up(L, 2 * VW);
+  for (int64_t r = 0; r < L; r++) {
+    for (int64_t c = 0; c < D; c++) {
+      T sum = part[c * Lp + r];
+      for (int64_t k = 1; k < nc; k++) sum += part[(k * D + c) * Lp + r];
+      tmp[c] = sum;
+    }
+    store_line((char *)row_ptr(&p->dq, b, h, r), p->dq.st[3], p->dq.dtype, tmp, (T)p->scale, D);
+  }
+}
+
 /* ------------------------------------ backward: dQ, dK, dV in one pass
  * A unit owns a (batch, kv head) -- or one of its key chunks, where
  * there are too few pairs to feed the pool (nk_attention_key_chunks) --:
@@ -806,10 +817,7 @@ static void backward_fused_range(void *arg, int64_t u0, int64_t u1, int worker) 
           memcpy(j->dq_part + ((b * p->Hq + h) * j->kchunks + chunk) * D * Lp, dQt, sizeof(T) * (size_t)(D * Lp));
         continue;
       }
-      for (int64_t r = 0; r < L; r++) {
-        for (int64_t c = 0; c < D; c++) tmp[c] = dQt[c * Lp + r];
-        store_line((char *)row_ptr(&p->dq, b, h, r), p->dq.st[3], p->dq.dtype, tmp, scale, D);
-      }
+      store_dq(p, b, h, dQt, 1, tmp);
     }
     for (int64_t r = jb; r < je; r++) {
       store_line((char *)row_ptr(&p->dk, b, hk, r), p->dk.st[3], p->dk.dtype, dK + r * Dp, scale, D);
@@ -825,21 +833,10 @@ static void reduce_dq_range(void *arg, int64_t u0, int64_t u1, int worker) {
   (void)worker;
   job *j = arg;
   const nk_attn_problem *p = j->p;
-  const int64_t D = p->D, L = p->L, Lp = round_up(L, 2 * VW), nc = j->kchunks;
-  T *tmp = alloc_tiles(j, (size_t)D);
+  const int64_t nc = j->kchunks, size = p->D * round_up(p->L, 2 * VW);
+  T *tmp = alloc_tiles(j, (size_t)p->D);
   if (!tmp) return;
-  for (int64_t u = u0; u < u1; u++) {
-    const int64_t h = u % p->Hq, b = u / p->Hq;
-    const T *part = j->dq_part + u * nc * D * Lp;
-    for (int64_t r = 0; r < L; r++) {
-      for (int64_t c = 0; c < D; c++) {
-        T sum = part[c * Lp + r];
-        for (int64_t k = 1; k < nc; k++) sum += part[(k * D + c) * Lp + r];
-        tmp[c] = sum;
-      }
-      store_line((char *)row_ptr(&p->dq, b, h, r), p->dq.st[3], p->dq.dtype, tmp, (T)p->scale, D);
-    }
-  }
+  for (int64_t u = u0; u < u1; u++) store_dq(p, u / p->Hq, u % p->Hq, j->dq_part + u * nc * size, nc, tmp);
   free(tmp);
 }
 
