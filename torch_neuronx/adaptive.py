@@ -17,10 +17,10 @@ the bytes are compared; a difference is raised at the next synchronisation,
 naming the ops).  ``TORCHNEURON_LAUNCH_BLOCKING=1`` runs every op alone.
 Deterministic algorithms leave it on: the bits do not change.
 
-A group whose ops all have a vector expression (binary arithmetic, the
-unary ops with vector bodies; float32 only: a 16-bit chain compiled with a
-rounding after every member ran slower than row mode) is
-also compiled, the first time it is seen, into one loop that keeps its
+A group whose ops all have a vector expression (binary arithmetic,
+addcmul/addcdiv, the unary ops with vector bodies; float32, float16 and
+bfloat16, each 16-bit result rounded in registers where the op would round
+it) is also compiled, the first time it is seen, into one loop that keeps its
 intermediates in registers (runtime/src/fusion_jit.c), with the kernels'
 own vector code, so the bits stay those of unfused execution.  The build
 runs on a background thread with the system C compiler (``TORCHNEURON_CC``,

@@ -9,8 +9,8 @@
  * expression over float32 vectors (nrt_row_expr: "nk_binop_vec(MUL, $1,
  * $2, #0)"), the group is written as loops over blocks of vectors: inputs
  * loaded once, each member's expression applied to registers in program
- * order, its result rounded to its dtype (float32 so far: the kernels'
- * nk_binary_row_expr says why), and only stored outputs written.  The
+ * order, its result rounded to its dtype (float32, or a 16-bit dtype held
+ * as the float32 it widens to), and only stored outputs written.  The
  * group is cut into segments where no value crosses (segments()), each its
  * own function, so repeated chains share one library.  The expressions name the kernels' own vector code
  * (the prelude, kernels/src/fusion/jit_prelude.h), compiled with the
@@ -112,7 +112,9 @@ static void put(text *t, const char *fmt, ...) {
 static const char *vec_dtype(int dtype) {
   switch (dtype) {
   case NRT_FLOAT32: return "FLOAT32";
-  default: return NULL; /* the prelude has float32 only so far */
+  case NRT_BFLOAT16: return "BFLOAT16";
+  case NRT_FLOAT16: return "FLOAT16";
+  default: return NULL; /* the prelude has the float rows' dtypes only */
   }
 }
 
@@ -125,6 +127,7 @@ typedef struct gen {
   int first_arg, first_scalar; /* the segment's first in jit's arrays */
   int end;                     /* the member after the segment */
   bool lanes[FUSE_JIT_MAX_VARS]; /* a block of NK_U vectors, else one row-invariant vector */
+  bool rounds; /* some member rounds its result to a 16-bit dtype */
 } gen;
 
 /* a variable's use in an expression */
@@ -230,6 +233,7 @@ static bool member(gen *s, int i, const nrt_row_entry *e) {
   }
   put(&s->body, ");\n");
   s->value[m->version[0]] = r;
+  s->rounds |= out_dtype != NRT_FLOAT32;
   if (out->scratch < 0 && !overwritten(s, i)) {
     const int a = add_arg(s, i, 0);
     if (a < 0) return false;
@@ -259,7 +263,7 @@ static bool generate(const fuse_group *g, const nrt_row_entry *entries, fuse_jit
   put(&t, "void nk_fused_row(int64_t n, char *const *p, const float *k) {\n");
   for (int a = 0; a < jit->n_args - s.first_arg; a++) put(&t, "  char *const a%d = p[%d];\n", a, a);
   put(&t, "%s", head);
-  put(&t, "  int64_t i = 0;\n#define NK_U NK_JIT_BLOCK\n");
+  put(&t, "  int64_t i = 0;\n#define NK_U %s\n", s.rounds ? "NK_JIT_BLOCK_ROUNDING" : "NK_JIT_BLOCK");
   put(&t, "  for (; i + NK_U * NK_JIT_LANES <= n; i += NK_U * NK_JIT_LANES) {\n");
   put(&t, "    const int rem = NK_JIT_LANES;\n%s  }\n#undef NK_U\n#define NK_U 1\n", body);
   put(&t, "  for (; i < n; i += NK_JIT_LANES) {\n");

@@ -265,17 +265,17 @@ int nk_binary_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
 /* The captured routine as one expression, for adaptive eager's compiled
  * groups (nrt_row_expr): float rows (float32 compute, or 16-bit compute
  * stored in its own dtype) and all-float32 rows compute, per element,
- * op(a, b) in float32 -- binary_vec_op.h's op, which the scalar tails and
- * the same-dtype loop match bit for bit.  float32 operands only: 16-bit
- * ones would round after every member, and compiled that way (each value's
- * rounding in one long dependent chain per vector) the bfloat16 chain of
- * bench/adaptive.py ran 12.4 ms against 9.5 in row mode. */
+ * op(a, b) in float32 -- binary_vec_op.h's op, which the scalar tails, the
+ * same-dtype loop and the AVX-512 16-bit rows match bit for bit -- on
+ * operands read as their dtype (16-bit ones widen exactly), and the
+ * adapter rounds the result to the output's dtype once, as the generated
+ * code does after the expression. */
 bool nk_binary_row_expr(const nrt_row_entry *entry, nrt_row_expr *x) {
   const void *pv;
   const nk_loop_fn loop = nk_captured_loop(entry, &pv);
   const binary_plan *p = pv;
   if (loop == same_dtype_loop ? !p->vec : loop != float_loop) return false;
-  if (p->out != NRT_FLOAT32 || p->a != NRT_FLOAT32 || p->b != NRT_FLOAT32) return false;
+  if (!is_float(p->out) || !is_float(p->a) || !is_float(p->b)) return false;
   snprintf(x->code, sizeof x->code, "nk_binop_vec((nk_binop)%d, $1, $2, #0)", (int)p->kind);
   x->in_dtype[1] = (uint8_t)p->a;
   x->in_dtype[2] = (uint8_t)p->b;

@@ -521,18 +521,21 @@ static bool all_same(const pw_plan *p) {
 }
 
 /* The captured routine as one expression, for adaptive eager's compiled
- * groups (nrt_row_expr): float32 addcmul and addcdiv on dense rows, which
+ * groups (nrt_row_expr): addcmul and addcdiv on dense rows of float32, or
+ * of one 16-bit dtype widened by the float-rows adapter (float_rows), which
  * addc_rows hands to the vector body (pointwise_vec_op.h's op). */
 bool nk_pointwise_row_expr(const nrt_row_entry *entry, nrt_row_expr *x) {
   const void *pv;
-  if (nk_captured_loop(entry, &pv) != same_loop) return false;
+  const nk_loop_fn loop = nk_captured_loop(entry, &pv);
   const pw_plan *p = pv;
-  if ((p->op != NK_PW_ADDCMUL && p->op != NK_PW_ADDCDIV) || p->compute != NRT_FLOAT32 ||
-      !all_same(p) || !nk_pointwise_pick_vec())
+  const bool f32 = loop == same_loop && p->compute == NRT_FLOAT32;
+  const bool half = loop == float_rows && (p->compute == NRT_FLOAT16 || p->compute == NRT_BFLOAT16);
+  if ((p->op != NK_PW_ADDCMUL && p->op != NK_PW_ADDCDIV) || !(f32 || half) || !all_same(p) ||
+      !nk_pointwise_pick_vec())
     return false;
   snprintf(x->code, sizeof x->code, "nk_pw_addc_vec((nk_pointwise_op)%d, $1, $2, $3, #0)",
            (int)p->op);
-  for (int k = 1; k <= 3; k++) x->in_dtype[k] = NRT_FLOAT32;
+  for (int k = 1; k <= 3; k++) x->in_dtype[k] = (uint8_t)p->compute;
   x->dense_inputs = true; /* addc_rows takes dense rows only */
   x->n_scalars = 1;
   x->scalars[0] = (float)p->s0.f;

@@ -209,14 +209,16 @@ int nk_unary_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
 }
 
 /* The captured routine as one expression, for adaptive eager's compiled
- * groups (nrt_row_expr): a float32 op with a vector body
- * (unary_vec_body.h), which its contiguous rows run -- the compiled groups
- * take dense rows only.  float32 only, as binary's (nk_binary_row_expr). */
+ * groups (nrt_row_expr): an op with a vector body (unary_vec_body.h) on
+ * float32 rows, or on 16-bit rows of one dtype that the float-rows adapter
+ * widens (the AVX-512 in-register loop gives the same bits), which its
+ * contiguous rows run -- the compiled groups take dense rows only. */
 bool nk_unary_row_expr(const nrt_row_entry *entry, nrt_row_expr *x) {
   const void *pv;
   if (nk_captured_loop(entry, &pv) != same_loop) return false;
   const unary_plan *p = pv;
-  if (p->out != NRT_FLOAT32 || p->in != NRT_FLOAT32 || !p->vec) return false;
+  const bool float_rows = p->out == NRT_FLOAT32 || p->out == NRT_FLOAT16 || p->out == NRT_BFLOAT16;
+  if (!float_rows || p->in != p->out || p->compute != p->out || !p->vec) return false;
   switch (p->op) {
 #define NK_VEC_CASE(OP) case OP:
     NK_UNARY_VEC_OPS(NK_VEC_CASE)
