@@ -184,8 +184,8 @@ size_t nrt_fusion_stage_bytes(const fuse_group *g); /* a worker's staging rows *
 void nrt_fusion_run_rows(const fuse_group *g, const nrt_row_entry *entries, int64_t t,
                          unsigned char *scratch, const size_t *slot_offset,
                          unsigned char *stage);
-/* One tile in rows through the group's compiled code (jit->ready). */
+/* One segment of the group's compiled code (jit->ready) on one tile. */
 void nrt_fusion_run_rows_jit(const fuse_group *g, const nrt_row_entry *entries, const fuse_jit *jit,
-                             int64_t t);
+                             int segment, int64_t t);
 
 #endif

@@ -150,7 +150,14 @@ static void run_tiles(void *arg, int64_t begin, int64_t end, int w) {
   const fuse_group *g = &st->g;
   worker *wk = &st->workers[w];
   if (st->jit.ready) {
-    for (int64_t t = begin; t < end; t++) nrt_fusion_run_rows_jit(g, st->entries, &st->jit, t);
+    /* Segment by segment over the worker's tiles: no value crosses a
+     * segment (fusion_jit.c) and each element still sees the members in
+     * program order, so the bits are the same; a segment then reads its
+     * streams in long runs.  Tile by tile, an Adam step over 10 parameters
+     * read 40 streams in turns of 32 KiB (8.5 ms against 7.3 for
+     * _fused_adam on Zen 3). */
+    for (int s = 0; s < st->jit.n_segments; s++)
+      for (int64_t t = begin; t < end; t++) nrt_fusion_run_rows_jit(g, st->entries, &st->jit, s, t);
     return;
   }
   if (st->rows) {

@@ -49,6 +49,7 @@ typedef struct rows {
   unsigned char *scratch, *stage;
   const size_t *slot_offset;
   const fuse_jit *jit;           /* compiled: one call per row instead of one per member */
+  int segment;                   /* compiled: the one segment this pass runs */
   bool pending;                  /* a row waits in idx/j0/n (one row of lookahead) */
   int64_t idx[NRT_MAX_DIMS], j0, n;
 } rows;
@@ -86,21 +87,22 @@ static char *row_ptr(const rows *r, const fuse_member *m, const nrt_row_entry *e
   return element_at(g, full, idx, j);
 }
 
-/* The compiled group on a row, segment by segment: every (member,
- * operand) pair it reads or stores, at this row (dead intermediates are
- * registers; nothing is staged: its stores go to memory directly). */
+/* One segment of the compiled group on a row: every (member, operand) pair
+ * it reads or stores, at this row (dead intermediates are registers;
+ * nothing is staged: its stores go to memory directly). */
 static void run_row_jit(const rows *r, const int64_t *idx, int64_t j0, int64_t n) {
   const fuse_group *g = r->g;
   const fuse_jit *jit = r->jit;
+  const fuse_jit_segment *seg = &jit->seg[r->segment];
+  const int end = r->segment + 1 < jit->n_segments ? jit->seg[r->segment + 1].first_arg : jit->n_args;
   char *p[FUSE_JIT_MAX_ARGS];
-  for (int a = 0; a < jit->n_args; a++) {
+  for (int a = seg->first_arg; a < end; a++) {
     const int i = jit->arg_member[a], k = jit->arg_operand[a];
     const fuse_member *m = &g->members[i];
     char *value = invariant_ptr(g, m, &r->entries[i], k);
     p[a] = value ? value : element_at(g, &m->ops[k], idx, j0);
   }
-  for (int s = 0; s < jit->n_segments; s++)
-    jit->seg[s].fn(n, p + jit->seg[s].first_arg, jit->scalars + jit->seg[s].first_scalar);
+  seg->fn(n, p + seg->first_arg, jit->scalars + seg->first_scalar);
 }
 
 static void run_row(const rows *r, const int64_t *idx, int64_t j0, int64_t n) {
@@ -140,9 +142,10 @@ static void prefetch_row(const rows *r, const int64_t *idx, int64_t j0, int64_t 
   }
 }
 
-/* Runs the row waiting before this one, after asking for this one's inputs. */
+/* Runs the row waiting before this one, after asking for this one's inputs
+ * (a compiled segment's long rows are streams the hardware follows). */
 static void next_row(rows *r, const int64_t *idx, int64_t j0, int64_t n) {
-  prefetch_row(r, idx, j0, n);
+  if (!r->jit) prefetch_row(r, idx, j0, n);
   if (r->pending) run_row(r, r->idx, r->j0, r->n);
   memcpy(r->idx, idx, sizeof r->idx);
   r->j0 = j0;
@@ -152,7 +155,7 @@ static void next_row(rows *r, const int64_t *idx, int64_t j0, int64_t n) {
 
 /* Elements [from, to) of the inner dim at idx, in rows of g->row. */
 static void span_rows(rows *r, const int64_t *idx, int64_t from, int64_t to) {
-  const int64_t row = r->g->row;
+  const int64_t row = r->jit ? FUSE_TILE_ELEMENTS : r->g->row; /* compiled: no row buffers */
   for (int64_t j = from; j < to; j += row) next_row(r, idx, j, to - j < row ? to - j : row);
 }
 
@@ -202,8 +205,8 @@ void nrt_fusion_run_rows(const fuse_group *g, const nrt_row_entry *entries, int6
 }
 
 void nrt_fusion_run_rows_jit(const fuse_group *g, const nrt_row_entry *entries, const fuse_jit *jit,
-                             int64_t t) {
-  rows r = {.g = g, .entries = entries, .jit = jit, .pending = false};
+                             int segment, int64_t t) {
+  rows r = {.g = g, .entries = entries, .jit = jit, .segment = segment, .pending = false};
   run_tile(&r, t);
 }
 
