@@ -18,9 +18,9 @@ naming the ops).  ``TORCHNEURON_LAUNCH_BLOCKING=1`` runs every op alone.
 Deterministic algorithms leave it on: the bits do not change.
 
 A group whose ops all have a vector expression (binary arithmetic,
-addcmul/addcdiv, the unary ops with vector bodies; float32, float16 and
-bfloat16, each 16-bit result rounded in registers where the op would round
-it) is also compiled, the first time it is seen, into one loop that keeps its
+addcmul/addcdiv, the unary ops with vector bodies; float32, and at AVX2
+float16 and bfloat16 too, each 16-bit result rounded in registers where the
+op would round it) is also compiled, the first time it is seen, into one loop that keeps its
 intermediates in registers (runtime/src/fusion_jit.c), with the kernels'
 own vector code, so the bits stay those of unfused execution.  The build
 runs on a background thread with the system C compiler (``TORCHNEURON_CC``,
