@@ -36,11 +36,12 @@
 #include "common/nd_iter.h"
 #include "neuron_kernels.h"
 #include "common/validate.h"
+#include "reduce/reduce_block.h"
 
 #define RED_BLOCK 1024
 #define RED_CHUNK 65536
 #define RED_FEW_OUTPUTS 16
-#define RED_LANES 16 /* the lane folds below assume 16 */
+#define RED_LANES NK_RED_LANES /* the lane folds below assume 16 (reduce_block.h) */
 
 typedef enum rkind { K_SUM, K_PROD, K_MAX, K_MIN, K_ALL, K_ANY, K_COUNT, K_VAR } rkind;
 typedef enum rxform { T_ID, T_NAN0, T_ABS, T_SQ, T_POW, T_NZ } rxform;
@@ -186,9 +187,25 @@ NK_INLINE double block_f64(nrt_dtype dt, rxform t, const char *p, int64_t n, int
   return r;
 }
 
+static float block_f32_portable(const float *p, int64_t n) { return nk_reduce_block_f32_body(p, n); }
+
+/* The plain float32 sum's block for this CPU (reduce_block.h: the same bits
+ * at every ISA; wider loads stream faster). */
+static nk_reduce_block_f32_fn pick_block_f32(void) {
+  static const nk_reduce_block_f32_fn fns[] = {block_f32_portable, nk_reduce_block_f32_avx2,
+                                               nk_reduce_block_f32_avx512};
+  return fns[nk_cpu_isa()];
+}
+
 NK_INLINE void sum_run_f32_t(racc *a, nrt_dtype dt, rxform t, const char *p, int64_t n, int64_t s,
                              float pw) {
   const int64_t es = (int64_t)nk_dtype_size(dt);
+  if (dt == NRT_FLOAT32 && t == T_ID && s == es) { /* block_f32's arithmetic, per ISA */
+    const nk_reduce_block_f32_fn block = pick_block_f32();
+    for (int64_t i = 0; i < n; i += RED_BLOCK)
+      tree32_push(&a->t32, block((const float *)(const void *)(p + i * es), n - i < RED_BLOCK ? n - i : RED_BLOCK));
+    return;
+  }
   for (int64_t i = 0; i < n; i += RED_BLOCK) {
     int64_t m = n - i < RED_BLOCK ? n - i : RED_BLOCK;
     float b = s == es ? block_f32(dt, t, p + i * es, m, es, pw) : block_f32(dt, t, p + i * s, m, s, pw);
