@@ -7,6 +7,7 @@
  * NaN; softmax/log_softmax forward and backward on the vector path and the
  * strided path; and the validation failures. */
 #define _POSIX_C_SOURCE 200809L
+#include "reduce/reduce_block.h"
 #include "test_kernels_util.h"
 
 /* ------------------------------------------------------------- helpers */
@@ -615,7 +616,37 @@ static void test_softmax(void) {
   tk_free(iv);
 }
 
+/* The plain float32 sum's block (reduce_block.h) compiled per ISA gives
+ * the bits of the portable code (this file's own instantiation): lengths
+ * around the 16 lanes and the 1024 block, values of mixed magnitudes and
+ * signs (so that the order of additions shows), inf, NaN, -0, subnormals. */
+static void test_block_sum_bits_per_isa(void) {
+  static const int64_t lengths[] = {0, 1, 15, 16, 17, 31, 32, 33, 255, 1000, 1023, 1024};
+  float *x = malloc(1024 * sizeof *x);
+  int bad = 0;
+  for (int trial = 0; trial < 200; trial++) {
+    for (int i = 0; i < 1024; i++) {
+      const uint64_t r = tk_rand();
+      x[i] = (float)((double)(int64_t)(r >> 11) / 9007199254740992.0 * 1e6) * (r % 7 == 0 ? 1e-30f : 1.0f);
+      if (trial % 10 == 9 && r % 97 == 0) x[i] = (r >> 8) % 2 ? INFINITY : -0.0f;
+      if (trial % 10 == 8 && r % 101 == 0) x[i] = NAN;
+      if (trial % 10 == 7 && r % 5 == 0) x[i] = 1e-41f;
+    }
+    for (size_t k = 0; k < sizeof lengths / sizeof lengths[0]; k++) {
+      const int64_t n = lengths[k];
+      const float want = nk_reduce_block_f32_body(x, n);
+      const float got = nk_cpu_isa() == NK_ISA_AVX512 ? nk_reduce_block_f32_avx512(x, n)
+                        : nk_cpu_isa() == NK_ISA_AVX2 ? nk_reduce_block_f32_avx2(x, n)
+                                                     : want;
+      bad += memcmp(&want, &got, sizeof want) != 0;
+    }
+  }
+  CHECK(bad == 0);
+  free(x);
+}
+
 static void tests(void) {
+  test_block_sum_bits_per_isa();
   test_reduce_ops();
   test_reduce_ties_and_chunks();
   test_sum_precision();
