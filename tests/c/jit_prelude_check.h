@@ -6,7 +6,8 @@
  * loaded and stored (whole vectors and tails), and rounded from every
  * upper half with the low halves at and around the ties, plus random
  * float32 patterns.  The including file sets the ISA (a target pragma and
- * NK_JIT_AVX512) before including this. */
+ * NK_JIT_AVX512, and JIT_PRELUDE_TEST_FILE[] to its __FILE__) before including
+ * this, which then is its whole test. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -125,4 +126,15 @@ static void jit_prelude_tests(void) {
     check_roundings(halves[i]);
     check_loads_and_stores(halves[i]);
   }
+}
+
+int main(void) {
+  if (nk_cpu_isa() < (NK_JIT_AVX512 ? NK_ISA_AVX512 : NK_ISA_AVX2)) {
+    printf("%s: its ISA is not available here (or capped by TORCHNEURON_ISA), skipped\n", JIT_PRELUDE_TEST_FILE);
+    printf("%s: 0 passed, 0 failed\n", JIT_PRELUDE_TEST_FILE);
+    return 0;
+  }
+  jit_prelude_tests();
+  printf("%s: %d passed, %d failed\n", JIT_PRELUDE_TEST_FILE, check_passed_, check_failed_);
+  return check_failed_ ? 1 : 0;
 }

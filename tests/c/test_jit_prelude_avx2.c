@@ -3,13 +3,5 @@
 #define _POSIX_C_SOURCE 200809L
 #pragma GCC target("avx2,fma,f16c")
 #define NK_JIT_AVX512 0
+static const char JIT_PRELUDE_TEST_FILE[] = __FILE__;
 #include "jit_prelude_check.h"
-
-int main(void) {
-  if (nk_cpu_isa() < NK_ISA_AVX2) {
-    printf("%s: AVX2 not available here (or capped by TORCHNEURON_ISA), skipped\n", __FILE__);
-    return CHECK_SUMMARY();
-  }
-  jit_prelude_tests();
-  return CHECK_SUMMARY();
-}
