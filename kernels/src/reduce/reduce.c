@@ -161,10 +161,7 @@ NK_INLINE float block_f32(nrt_dtype dt, rxform t, const char *p, int64_t n, int6
   int64_t i = 0;
   for (; i + RED_LANES <= n; i += RED_LANES)
     for (int j = 0; j < RED_LANES; j++) acc[j] += xf_f32(t, nk_load_f32(dt, p + (i + j) * s), pw);
-  for (int j = 0; j < 8; j++) acc[j] += acc[j + 8];
-  for (int j = 0; j < 4; j++) acc[j] += acc[j + 4];
-  for (int j = 0; j < 2; j++) acc[j] += acc[j + 2];
-  float r = acc[0] + acc[1];
+  float r = nk_red_fold16_f32(acc);
   for (; i < n; i++) r += xf_f32(t, nk_load_f32(dt, p + i * s), pw);
   return r;
 }

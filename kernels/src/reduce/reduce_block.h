@@ -14,6 +14,15 @@
 
 #define NK_RED_LANES 16 /* the folds below assume 16 */
 
+/* The 16 lanes' sum, folded in halves: reduce.c's blocks (every transform)
+ * and the plain block below end the same way. */
+static inline float nk_red_fold16_f32(float *acc) {
+  for (int j = 0; j < 8; j++) acc[j] += acc[j + 8];
+  for (int j = 0; j < 4; j++) acc[j] += acc[j + 4];
+  for (int j = 0; j < 2; j++) acc[j] += acc[j + 2];
+  return acc[0] + acc[1];
+}
+
 static inline float nk_reduce_block_f32_body(const float *p, int64_t n) {
   if (n < NK_RED_LANES) {
     float r = 0;
@@ -24,10 +33,7 @@ static inline float nk_reduce_block_f32_body(const float *p, int64_t n) {
   int64_t i = 0;
   for (; i + NK_RED_LANES <= n; i += NK_RED_LANES)
     for (int j = 0; j < NK_RED_LANES; j++) acc[j] += p[i + j];
-  for (int j = 0; j < 8; j++) acc[j] += acc[j + 8];
-  for (int j = 0; j < 4; j++) acc[j] += acc[j + 4];
-  for (int j = 0; j < 2; j++) acc[j] += acc[j + 2];
-  float r = acc[0] + acc[1];
+  float r = nk_red_fold16_f32(acc);
   for (; i < n; i++) r += p[i];
   return r;
 }
