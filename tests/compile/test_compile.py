@@ -167,6 +167,62 @@ def test_generated_code_makes_the_cpus_choices(case, native):
     assert_same(out, cpu_out, **GRAD_TOL)
 
 
+def _pointwise_chain(x, a, b):
+    y = (x * a + b).sigmoid() * x - b
+    y = torch.where(y > 0, y, 0.1 * y).tanh() + x.abs().sqrt()
+    return (y * y + 1.0).rsqrt() * (a - b).exp().clamp(max=4.0)
+
+
+def _row_softmax(x, a, b):
+    e = (x - x.amax(-1, keepdim=True)).exp()
+    return e / e.sum(-1, keepdim=True) + a * b
+
+
+def _compiled_with_widen(f, args, widen, monkeypatch):
+    from torch_neuronx._inductor import tiling
+
+    monkeypatch.setattr(tiling, "WIDEN", widen)
+    with torch._inductor.config.patch(force_disable_caches=True):
+        torch._dynamo.reset()
+        out, (code,) = run_and_get_code(torch.compile(f), *[t.to("neuron") for t in args])
+    return out, code
+
+
+@pytest.mark.parametrize("case", ["chain 4101", "chain 1024 rows of 33", "chain broadcast a",
+                                  "chain 1023", "row softmax"])
+def test_pointwise_loops_interleave_vectors(case, native, monkeypatch):
+    """At AVX2 a float32 pointwise loop is tiled by tiling.WIDEN vectors
+    (VectorizedN<float, 4>: four independent chains per iteration), with the
+    bits of the one-vector loop (WIDEN = 1, upstream's factor) and within the
+    float32 tolerance of CPU eager; vector tails, a broadcast operand and a
+    2-d loop too.  Not widened: a loop of fewer than tiling.MIN_RANGE
+    elements, a reduction's loops (the row softmax's pointwise epilogue loop
+    is), any loop at another ISA."""
+    from torch._inductor.cpu_vec_isa import VecAVX2, pick_vec_isa
+
+    g = torch.Generator().manual_seed(0)
+    shape, f = {"chain 4101": ((4101,), _pointwise_chain),
+                "chain 1024 rows of 33": ((1024, 33), _pointwise_chain),
+                "chain broadcast a": ((64, 1030), _pointwise_chain),
+                "chain 1023": ((1023,), _pointwise_chain),
+                "row softmax": ((64, 1030), _row_softmax)}[case]
+    x = torch.randn(shape, generator=g) * 3
+    x[..., :6] = torch.tensor([0.0, -0.0, float("inf"), -float("inf"), float("nan"), 1e-40])
+    a = torch.randn(shape[-1] if case == "chain broadcast a" else shape, generator=g)
+    b = torch.randn(shape, generator=g)
+    # "rows of 33": contiguous operands, one flat loop of 33792 elements
+    widened = isinstance(pick_vec_isa(), VecAVX2) and case != "chain 1023"
+    one, one_code = _compiled_with_widen(f, (x, a, b), 1, monkeypatch)
+    out, code = _compiled_with_widen(f, (x, a, b), 4, monkeypatch)
+    assert ("VectorizedN<float,4>" in code) == widened, case
+    assert "VectorizedN<float,4>" not in one_code
+    if case == "row softmax":  # the reductions keep one-vector accumulators
+        assert "at::vec::Vectorized<float> tmp_acc0_vec" in code
+        assert "VectorizedN<float,4> tmp_acc" not in code
+    assert torch.equal(_bits(out), _bits(one)), case
+    assert_same(out, f(x, a, b), atol=1e-5, rtol=1e-5)
+
+
 VEC_MATH = [torch.exp, torch.exp2, torch.expm1, torch.log, torch.log2, torch.log10, torch.log1p,
             torch.erf, torch.erfc, torch.sin, torch.cos, torch.atan, torch.tanh, torch.sigmoid]
 

@@ -36,6 +36,7 @@ from torch._inductor.codegen.cpp import (
 from torch.utils._sympy.functions import Where
 from torch.utils._sympy.symbol import SymT, symbol_is_type
 
+from torch_neuronx._inductor.tiling import widened_pointwise_tiling
 from torch_neuronx._inductor.vec_math import NeuronCppVecOverrides
 
 
@@ -139,3 +140,8 @@ class NeuronCppKernelProxy(CppKernelProxy):
     kernel_cls = NeuronCppKernel
     vec_kernel_cls = NeuronCppVecKernel
     tile2d_kernel_cls = NeuronCppTile2DKernel
+
+    def codegen_functions(self, fn_list, var_sizes_list):
+        # float32 pointwise loops several vectors wide (tiling.py)
+        with widened_pointwise_tiling():
+            return super().codegen_functions(fn_list, var_sizes_list)
