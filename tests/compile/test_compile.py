@@ -189,29 +189,32 @@ def _compiled_with_widen(f, args, widen, monkeypatch):
 
 
 @pytest.mark.parametrize("case", ["chain 4101", "chain 1024 rows of 33", "chain broadcast a",
-                                  "chain 1023", "row softmax"])
+                                  "chain 255", "chain 300 rows of 255", "row softmax"])
 def test_pointwise_loops_interleave_vectors(case, native, monkeypatch):
     """At AVX2 a float32 pointwise loop is tiled by tiling.WIDEN vectors
     (VectorizedN<float, 4>: four independent chains per iteration), with the
     bits of the one-vector loop (WIDEN = 1, upstream's factor) and within the
     float32 tolerance of CPU eager; vector tails, a broadcast operand and a
-    2-d loop too.  Not widened: a loop of fewer than tiling.MIN_RANGE
-    elements, a reduction's loops (the row softmax's pointwise epilogue loop
-    is), any loop at another ISA."""
+    2-d loop too.  Not widened: a tiled (inner) range of fewer than
+    tiling.MIN_RANGE elements, a reduction's loops (the row softmax's
+    pointwise epilogue loop is), any loop at another ISA."""
     from torch._inductor.cpu_vec_isa import VecAVX2, pick_vec_isa
 
     g = torch.Generator().manual_seed(0)
     shape, f = {"chain 4101": ((4101,), _pointwise_chain),
                 "chain 1024 rows of 33": ((1024, 33), _pointwise_chain),
                 "chain broadcast a": ((64, 1030), _pointwise_chain),
-                "chain 1023": ((1023,), _pointwise_chain),
+                "chain 255": ((255,), _pointwise_chain),
+                "chain 300 rows of 255": ((300, 255), _pointwise_chain),
                 "row softmax": ((64, 1030), _row_softmax)}[case]
     x = torch.randn(shape, generator=g) * 3
     x[..., :6] = torch.tensor([0.0, -0.0, float("inf"), -float("inf"), float("nan"), 1e-40])
-    a = torch.randn(shape[-1] if case == "chain broadcast a" else shape, generator=g)
+    a = torch.randn(shape[-1] if case in ("chain broadcast a", "chain 300 rows of 255") else shape,
+                    generator=g)
     b = torch.randn(shape, generator=g)
-    # "rows of 33": contiguous operands, one flat loop of 33792 elements
-    widened = isinstance(pick_vec_isa(), VecAVX2) and case != "chain 1023"
+    # "rows of 33": contiguous operands, one flat loop of 33792 elements;
+    # "rows of 255": a broadcast operand, rows shorter than tiling.MIN_RANGE
+    widened = isinstance(pick_vec_isa(), VecAVX2) and case not in ("chain 255", "chain 300 rows of 255")
     one, one_code = _compiled_with_widen(f, (x, a, b), 1, monkeypatch)
     out, code = _compiled_with_widen(f, (x, a, b), 4, monkeypatch)
     assert ("VectorizedN<float,4>" in code) == widened, case
