@@ -24,8 +24,9 @@ bool masks) only, contiguous or broadcast accesses, no reduction, no index
 arithmetic, no masked sub-blocks, no random numbers or bounds checks, and a
 tiled (inner) range of at least ``MIN_RANGE`` elements: 8 iterations of the
 widened loop, so that its tail (up to 4 vectors, masked) stays a small part
-of the loop; rows of a transformer's hidden size (256, 768, ...) qualify.  Only at AVX2, where it was measured; AVX-512's
-loops keep Inductor's factor until someone measures them there.
+of the loop; rows of a transformer's hidden size (256, 768, ...) qualify.
+Only at AVX2, where it was measured; AVX-512's loops keep Inductor's factor
+until someone measures them there.
 """
 from __future__ import annotations
 
@@ -64,23 +65,28 @@ def _plainly_elementwise(fn_list, var_sizes_list) -> bool:
     return True
 
 
+def _widenable(factors, indices, stats, fn_list, var_sizes_list) -> bool:
+    """Upstream's choice is one float32 vector along one contiguous loop
+    variable, at AVX2, over at least MIN_RANGE elements of a plainly
+    elementwise loop."""
+    isa = cpu_vec_isa.pick_vec_isa()
+    if (len(indices) != 1 or not isinstance(isa, cpu_vec_isa.VecAVX2)
+            or factors[0] != isa.nelements(torch.float)
+            or stats.non_contig_indexing_op_counter):
+        return False
+    group = tuple(var_sizes_list[0][0])
+    index = indices[0] if indices[0] >= 0 else indices[0] + len(group)
+    return (0 <= index < len(group)
+            and V.graph.sizevars.optimization_hint(group[index], fallback=0) >= MIN_RANGE
+            and _plainly_elementwise(fn_list, var_sizes_list))
+
+
 class NeuronTilingSelect(inductor_cpp.TilingSelect):
     def select_tiling(self, fn_list, var_sizes_list):
         factors, indices, stats = super().select_tiling(fn_list, var_sizes_list)
-        isa = cpu_vec_isa.pick_vec_isa()
-        if (len(indices) != 1 or not isinstance(isa, cpu_vec_isa.VecAVX2)
-                or factors[0] != isa.nelements(torch.float)
-                or stats.non_contig_indexing_op_counter):
-            return factors, indices, stats
-        group = tuple(var_sizes_list[0][0])
-        index = indices[0] if indices[0] >= 0 else indices[0] + len(group)
-        if not 0 <= index < len(group):
-            return factors, indices, stats
-        if V.graph.sizevars.optimization_hint(group[index], fallback=0) < MIN_RANGE:
-            return factors, indices, stats
-        if not _plainly_elementwise(fn_list, var_sizes_list):
-            return factors, indices, stats
-        return [factors[0] * WIDEN], indices, stats
+        if _widenable(factors, indices, stats, fn_list, var_sizes_list):
+            factors = [factors[0] * WIDEN]
+        return factors, indices, stats
 
 
 @contextlib.contextmanager
