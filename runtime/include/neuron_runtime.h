@@ -486,6 +486,10 @@ nrt_status nrt_event_elapsed_ms(nrt_event *start, nrt_event *end, float *ms);
  * when every chunk is done.  Several streams may call it at once. */
 typedef void (*nrt_range_fn)(void *arg, int64_t begin, int64_t end, int worker);
 void nrt_parallel_for(int64_t n, int64_t grain, nrt_range_fn fn, void *arg);
+/* The same with chunks of one index, claimed one at a time: for a few
+ * heavy items (a GEMM's row blocks), which then finish within one item of
+ * each other on every thread. */
+void nrt_parallel_for_each(int64_t n, nrt_range_fn fn, void *arg);
 int nrt_compute_threads(void);
 
 /* A team: fn(arg, member, size) runs on `size` threads at once, members

@@ -259,24 +259,19 @@ static int start_helpers(void) {
   return n_threads;
 }
 
-void nrt_parallel_for(int64_t n, int64_t grain, nrt_range_fn fn, void *arg) {
-  if (n <= 0 || !fn) return;
-  if (grain < 1) grain = 1;
+/* One range region: fn over [0, n) in claims of `chunk`. */
+static void range_region(int64_t n, int64_t chunk, nrt_range_fn fn, void *arg) {
   nrt_ensure_init();
-  if (n <= grain || n_threads == 1 || in_region || pthread_mutex_trylock(&region_lock) != 0) {
+  if (n <= chunk || n_threads == 1 || in_region || pthread_mutex_trylock(&region_lock) != 0) {
     fn(arg, 0, n, 0);
     return;
   }
   if (!helpers) helpers = start_helpers();
-  /* several chunks per thread: a thread the OS runs late costs only the
-   * chunks it has not claimed, which the others take */
-  const int64_t pieces = (int64_t)helpers * POOL_CHUNKS_PER_THREAD;
-  int64_t per = n / pieces + (n % pieces != 0);
   job.fn = fn;
   job.team = NULL;
   job.arg = arg;
   job.n = n;
-  job.chunk = per > grain ? per : grain;
+  job.chunk = chunk;
   atomic_store(&job.next, 0);
   atomic_store(&job.seats, 1); /* seat 0: the caller */
   atomic_store(&job.closed, 0);
@@ -287,6 +282,26 @@ void nrt_parallel_for(int64_t n, int64_t grain, nrt_range_fn fn, void *arg) {
   atomic_store(&job.closed, 1);
   wait_for_helpers();
   pthread_mutex_unlock(&region_lock);
+}
+
+void nrt_parallel_for(int64_t n, int64_t grain, nrt_range_fn fn, void *arg) {
+  if (n <= 0 || !fn) return;
+  if (grain < 1) grain = 1;
+  nrt_ensure_init();
+  /* several chunks per thread: a thread the OS runs late costs only the
+   * chunks it has not claimed, which the others take */
+  const int64_t pieces = (int64_t)(n_threads > 1 ? n_threads : 1) * POOL_CHUNKS_PER_THREAD;
+  const int64_t per = n / pieces + (n % pieces != 0);
+  range_region(n, per > grain ? per : grain, fn, arg);
+}
+
+/* Claims of one index: a few heavy items finish within one item of each
+ * other.  Claims of ceil(n / pieces) did not: 18 GEMM row blocks on 2
+ * threads went as 9 claims of 2, 5 for one thread and 4 for the other
+ * (2048x1376 @ 1376x512 float32: 170 against 186 GFLOP/s balanced). */
+void nrt_parallel_for_each(int64_t n, nrt_range_fn fn, void *arg) {
+  if (n <= 0 || !fn) return;
+  range_region(n, 1, fn, arg);
 }
 
 /* Team regions.  A member may wait for the others, so every member must be

@@ -77,6 +77,24 @@ static void test_cover(void) {
   coverage_free(c);
 }
 
+/* parallel_for_each: every index once, in calls of one index each (grain
+ * 1 and a count that parallel_for would claim two at a time). */
+static void test_for_each(void) {
+  static const int64_t counts[] = {1, 2, 5, 18, 33, 1000};
+  for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+    coverage *c = coverage_new(counts[i], 1);
+    nrt_parallel_for_each(counts[i], cover_fn, c);
+    CHECK(coverage_ok(c, 1) && c->calls == counts[i]);
+    coverage_free(c);
+  }
+  coverage *c = coverage_new(4, 1);
+  nrt_parallel_for_each(0, cover_fn, c);  /* nothing */
+  nrt_parallel_for_each(-3, cover_fn, c); /* nothing */
+  nrt_parallel_for_each(4, NULL, c);      /* nothing, no crash */
+  CHECK(c->calls == 0);
+  coverage_free(c);
+}
+
 /* fn that runs a whole parallel_for of its own for each chunk */
 typedef struct nested {
   coverage *inner[64];
@@ -380,6 +398,7 @@ int main(void) {
   CHECK_OK(nrt_init());
   CHECK(nrt_compute_threads() == THREADS);
   test_cover();
+  test_for_each();
   test_nested();
   test_concurrent();
   test_team();

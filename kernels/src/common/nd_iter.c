@@ -133,6 +133,11 @@ void nk_parallel_for(int64_t n, int64_t grain, nrt_range_fn fn, void *arg) {
     nrt_parallel_for(n, grain, fn, arg);
 }
 
+void nk_parallel_for_each(int64_t n, nrt_range_fn fn, void *arg) {
+  if (n <= 0 || refuse_while_capturing()) return;
+  nrt_parallel_for_each(n, fn, arg);
+}
+
 void nk_nd_iter_run(const nk_nd_iter *it, int64_t grain, nk_loop_fn loop, void *ctx) {
   if (refuse_while_capturing()) return;
   run_args a = {it, loop, ctx};

@@ -46,6 +46,9 @@ void nk_nd_iter_run(const nk_nd_iter *it, int64_t grain, nk_loop_fn loop, void *
 /* nrt_parallel_for, but a range of at most one grain runs here, directly
  * (the 1-d index-space kernels, arange and linspace, use it). */
 void nk_parallel_for(int64_t n, int64_t grain, nrt_range_fn fn, void *arg);
+/* nrt_parallel_for_each (one index per claim), refused while capturing
+ * as nk_parallel_for is. */
+void nk_parallel_for_each(int64_t n, nrt_range_fn fn, void *arg);
 
 /* init + run with the elementwise grain. */
 void nk_for_each(const nrt_operand *operands, int n_operands, nk_loop_fn loop, void *ctx);
