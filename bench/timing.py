@@ -2,13 +2,16 @@
 device synchronised before each timer stops.
 
 Each measurement starts on a quiet machine.  torch's CPU ops run on
-libgomp's OpenMP team, whose threads spin for about a millisecond after a
-parallel region before they sleep; a neuron measurement started right
-after a CPU one shared both cores with them and read up to 2x slow (a
-256^3 product: 210 us against 110 us after a 1 ms pause).  Our pool's
-helpers spin too (30 us).  So median_seconds first sleeps SETTLE_S, the
-same for both sides, and the other side's threads are asleep before the
-warm-up call.
+libgomp's OpenMP team, whose threads spin after a parallel region before
+they sleep; a neuron measurement started right after a CPU one shared both
+cores with them and read up to 2x slow (a 256^3 product: 210 us against
+110 us after a 1 ms pause).  How long they spin depends on the machine: on
+a Zen 3 VM (2 cores) the threads other than the caller's ran ~10 ms of CPU
+after one 512^3 product (their /proc schedstat: 9.3 ms within a 10 ms
+sleep, 10.0 within 50 ms), and a 512^3 neuron product within 5 ms of it
+ran at half speed.  Our pool's helpers spin too (30 us).  So
+median_seconds first sleeps SETTLE_S, past that spin and the same for both
+sides, and the other side's threads are asleep before the warm-up call.
 
 The machine can be noisy (a shared VM: the same convolution read 1.9 ms
 and 1.06 ms minutes apart), so a comparison never times one side and then
@@ -42,7 +45,7 @@ def sync(device):
         torch.accelerator.synchronize(device)
 
 
-SETTLE_S = 0.01
+SETTLE_S = 0.025
 
 
 def median_seconds(fn, device, repeats, budget=None):
