@@ -161,6 +161,7 @@ static void test_addend(void) {
   for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++)
     for (int mode = ADD_FULL; mode <= ADD_COLUMN; mode++) {
       const double beta = tk_is_integral(types[ti]) ? 3 : 0.75;
+      const double one = tk_is_integral(types[ti]) ? 3 : 1; /* a full c is copied, not scaled */
       gcase cases[] = {
           {types[ti], 1, 37, 70, 53, 0, 1, 0, 1, beta, 0, 0, mode},  /* tiles + edges, k blocks */
           {types[ti], 2, 13, 33, 9, 1, 0, 0, -0.5, beta, 1, 0, mode}, /* strided out: workspace */
@@ -168,6 +169,8 @@ static void test_addend(void) {
           {types[ti], 1, 1, 45, 30, 0, 1, 0, 2, beta, 0, 1, mode},   /* row-vector */
           {types[ti], 3, 4, 5, 0, 0, 0, 0, 1, beta, 0, 0, mode},     /* k = 0: beta c */
           {types[ti], 1, 6, 7, 5, 0, 0, 0, 1, 0, 0, 0, mode},        /* beta 0: c ignored */
+          {types[ti], 1, 37, 70, 53, 0, 1, 0, 1, one, 0, 0, mode},   /* beta 1 */
+          {types[ti], 2, 150, 90, 600, 1, 0, 0, 1, one, 0, 0, mode}, /* the pool, k blocks */
       };
       for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) check_case(&cases[i]);
     }
