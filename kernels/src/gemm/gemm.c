@@ -883,6 +883,7 @@ static void gemm_one(const gemm_plan *p, const gemm_buffers *buf, int64_t bi, in
   pn.n_ic = (p->m + pn.mc - 1) / pn.mc;
   if (threads > 1 && pn.n_ic > threads && pn.n_ic % threads)
     pn.n_ic += threads - pn.n_ic % threads;
+  if (pn.n_ic > (p->m + mr - 1) / mr) pn.n_ic = (p->m + mr - 1) / mr; /* no empty block */
   for (pn.j0 = 0; pn.j0 < p->n; pn.j0 += p->nc) {
     pn.nc = p->n - pn.j0 < p->nc ? p->n - pn.j0 : p->nc;
     const int64_t slivers = (pn.nc + nr - 1) / nr;
