@@ -876,8 +876,8 @@ static void gemm_one(const gemm_plan *p, const gemm_buffers *buf, int64_t bi, in
   }
   /* Blocks: a multiple of the threads, so that whole-row items share out
    * evenly (ic_block evens their sizes): 2048 rows in 17 blocks of 126
-   * rows left one thread a block's work after the other (2048x1376 @
-   * 1376x512 float32 on 2 threads: 176 -> 186 GFLOP/s in 18; 1024^3 in 10
+   * rows left one thread a block's work after the other (2048x512 @
+   * 512x1376 float32 on 2 threads: 176 -> 186 GFLOP/s in 18; 1024^3 in 10
    * rather than 9: 159 -> 171; 256^3 in 4 rather than 126 + 126 + 4 rows:
    * 112 -> 130). */
   pn.n_ic = (p->m + pn.mc - 1) / pn.mc;
