@@ -395,7 +395,12 @@ class NeuronWork final : public c10d::Work {
       return true;
     }
     blockCurrentStream();
-    if (!state_->finished.load()) queue_check(current_stream(device_), state_);
+    // finished is stored after the error, so a finished collective's error
+    // is visible here.  Skipping the check whenever finished dropped a
+    // failure that landed between raise_if_failed() above and this load:
+    // the caller's synchronize then raised nothing (seen once in CI).
+    if (!state_->finished.load() || !state_->error().empty())
+      queue_check(current_stream(device_), state_);
     return true;
   }
   void synchronize() override { wait(c10d::kUnsetTimeout); }
