@@ -1181,17 +1181,9 @@ static int plan_addend(nrt_exec_ctx *ctx, const nrt_operand *c, gemm_plan *p) {
  * its one row is in cache.  The sum's order becomes beta * c first, then
  * the k blocks. */
 static int addend_first(const gemm_plan *p) {
-  if (!p->has_c || !p->direct || p->c.strides[1] == 0 || p->c.strides[2] != (int64_t)p->es ||
-      (p->cls != NK_CLASS_FLOAT && p->cls != NK_CLASS_DOUBLE))
-    return 0;
-  /* c must not share bytes with out (in-place addmm has c == out: beta) */
-  const char *olo = p->out.data, *clo = p->c.data;
-  int64_t oext = (int64_t)p->es, cext = (int64_t)p->es;
-  for (int d = 0; d < 3; d++) {
-    oext += (p->out.sizes[d] - 1) * (p->out.strides[d] < 0 ? -p->out.strides[d] : p->out.strides[d]);
-    cext += (p->c.sizes[d] - 1) * (p->c.strides[d] < 0 ? -p->c.strides[d] : p->c.strides[d]);
-  }
-  return clo + cext <= olo || olo + oext <= clo;
+  /* c never shares out's bytes: the kernel's contract (neuron_kernels.h) */
+  return p->has_c && p->direct && p->c.strides[1] != 0 && p->c.strides[2] == (int64_t)p->es &&
+         (p->cls == NK_CLASS_FLOAT || p->cls == NK_CLASS_DOUBLE);
 }
 
 static void addend_rows(void *arg, int64_t begin, int64_t end, int worker) {
