@@ -17,9 +17,14 @@
  *   3. elides dead intermediates: a view's version that a member writes
  *      first, whose block a free hint inside the group releases, lives in
  *      per-thread scratch and is never stored.
- * A reduction may end the group (its sink) when its rows are innermost and
- * fit in a tile: each tile then holds whole rows, and the reduction's own
- * kernel reduces them as it would in the whole task.
+ * A reduction may end the group (its sink) when it reads a value a member
+ * wrote (a reduction of an unrelated tensor gains nothing by joining, and
+ * would hold the group to kernel calls per tile) and its rows are
+ * innermost and fit in a tile: each tile then holds whole rows, and the
+ * reduction's own kernel reduces them as it would in the whole task, after
+ * the other members ran on the tile (kernel calls, rows or compiled code).
+ * What it reads stays whole for the tile: a dead intermediate in a scratch
+ * slot of its own, a stored value not staged.
  * The executor cuts the index space into tiles and runs, tile by tile,
  * every member's own kernel on that tile (operands narrowed to it, dead
  * intermediates and constants redirected), spread over the compute pool. */
@@ -80,6 +85,7 @@ typedef struct fuse_version {
   size_t esize;
   int first_member, last_member;
   bool first_is_write, written, freed, dense;
+  bool sink_reads; /* the reduction sink reads it: whole tiles, never staged */
   int scratch; /* slot when elided, else -1 */
   int stage;   /* row mode: staging slot of a large stored output, else -1 */
 } fuse_version;
@@ -156,6 +162,12 @@ typedef struct fuse_jit {
   float scalars[FUSE_JIT_MAX_SCALARS];
 } fuse_jit;
 
+/* The members run by rows or compiled code: all but a reduction sink,
+ * which reduces each tile with its own kernel after them. */
+static inline int fuse_row_members(const fuse_group *g) {
+  return g->n_members - (g->sink_item >= 0 ? 1 : 0);
+}
+
 /* fusion_jit.c: generates each segment's code into src (cap bytes) and
  * looks it up; jit->ready when all are loaded (a first sight queues its
  * build, or builds it now in sync mode).  False when some member has no
@@ -184,8 +196,10 @@ size_t nrt_fusion_stage_bytes(const fuse_group *g); /* a worker's staging rows *
 void nrt_fusion_run_rows(const fuse_group *g, const nrt_row_entry *entries, int64_t t,
                          unsigned char *scratch, const size_t *slot_offset,
                          unsigned char *stage);
-/* One segment of the group's compiled code (jit->ready) on one tile. */
+/* One segment of the group's compiled code (jit->ready) on one tile
+ * (scratch: where what the sink reads is kept for the tile). */
 void nrt_fusion_run_rows_jit(const fuse_group *g, const nrt_row_entry *entries, const fuse_jit *jit,
-                             int segment, int64_t t);
+                             int segment, int64_t t, unsigned char *scratch,
+                             const size_t *slot_offset);
 
 #endif

@@ -194,7 +194,8 @@ static bool overwritten(const gen *s, int i) {
 }
 
 /* Member i: its expression on its inputs' variables, rounded to its
- * output's dtype, stored unless the output is a dead intermediate. */
+ * output's dtype, stored unless the output is a dead intermediate (the
+ * sink's input is stored even then: to its tile scratch). */
 static bool member(gen *s, int i, const nrt_row_entry *e) {
   const fuse_group *g = s->g;
   const fuse_member *m = &g->members[i];
@@ -234,7 +235,7 @@ static bool member(gen *s, int i, const nrt_row_entry *e) {
   put(&s->body, ");\n");
   s->value[m->version[0]] = r;
   s->rounds |= out_dtype != NRT_FLOAT32;
-  if (out->scratch < 0 && !overwritten(s, i)) {
+  if ((out->scratch < 0 || out->sink_reads) && !overwritten(s, i)) {
     const int a = add_arg(s, i, 0);
     if (a < 0) return false;
     /* a large stored output (row mode would stage it) streams past the cache */
@@ -277,18 +278,19 @@ static bool generate(const fuse_group *g, const nrt_row_entry *entries, fuse_jit
  * row keeps every element's program order (members run in order, and
  * aliasing views are identical: fusion.h). */
 static int segments(const fuse_group *g, int *end) {
+  const int members = fuse_row_members(g); /* the sink reads what it needs from memory or scratch */
   int last_read[FUSE_MAX_VERSIONS];
   for (int v = 0; v < g->n_versions; v++) last_read[v] = -1;
-  for (int i = 0; i < g->n_members; i++)
+  for (int i = 0; i < members; i++)
     for (int k = 1; k < g->members[i].task->n_operands; k++)
       if (g->members[i].konst[k] < 0) last_read[g->members[i].version[k]] = i;
   int n = 0, reach = -1;
-  for (int i = 0; i < g->n_members; i++) {
+  for (int i = 0; i < members; i++) {
     const int w = g->members[i].version[0];
     if (last_read[w] > reach) reach = last_read[w];
     if (reach <= i) end[n++] = i + 1;
   }
-  if (n == 0 || end[n - 1] != g->n_members) end[n++] = g->n_members;
+  if (n == 0 || end[n - 1] != members) end[n++] = members;
   return n;
 }
 

@@ -52,6 +52,7 @@ typedef struct rows {
   int segment;                   /* compiled: the one segment this pass runs */
   bool pending;                  /* a row waits in idx/j0/n (one row of lookahead) */
   int64_t idx[NRT_MAX_DIMS], j0, n;
+  int64_t origin[NRT_MAX_DIMS];  /* the tile's first element */
 } rows;
 
 /* Element (idx, j) of a view in memory. */
@@ -69,6 +70,18 @@ static char *invariant_ptr(const fuse_group *g, const fuse_member *m, const nrt_
   return m->konst[k] >= 0 ? (char *)g->consts[m->konst[k]].value : NULL;
 }
 
+/* Element (idx, j) of a value the sink reads, kept in its scratch slot for
+ * the whole tile as the per-tile path keeps it (the view's strides from
+ * the tile's origin: the sink's kernel reads it so). */
+static char *tile_scratch_at(const rows *r, const fuse_version *ver, const nrt_operand *o,
+                             const int64_t *idx, int64_t j) {
+  const fuse_group *g = r->g;
+  const int inner = g->ndim - 1;
+  int64_t off = (j - r->origin[inner]) * o->strides[inner];
+  for (int d = 0; d < inner; d++) off += (idx[d] - r->origin[d]) * o->strides[d];
+  return (char *)(r->scratch + r->slot_offset[ver->scratch]) + off;
+}
+
 /* Operand k's first element of the row at idx (outer dims) + j (inner). */
 static char *row_ptr(const rows *r, const fuse_member *m, const nrt_row_entry *e, int k,
                      const int64_t *idx, int64_t j, int64_t *stride) {
@@ -82,14 +95,16 @@ static char *row_ptr(const rows *r, const fuse_member *m, const nrt_row_entry *e
   *stride = full->strides[g->ndim - 1];
   if (m->staged[k])
     return (char *)(r->stage + (size_t)g->versions[m->version[k]].stage * STAGE_SLOT_BYTES);
-  const int slot = g->versions[m->version[k]].scratch;
-  if (slot >= 0) return (char *)(r->scratch + r->slot_offset[slot]); /* one row, dense (fuse_rows_ok) */
+  const fuse_version *ver = &g->versions[m->version[k]];
+  if (ver->scratch >= 0 && ver->sink_reads) return tile_scratch_at(r, ver, full, idx, j);
+  if (ver->scratch >= 0) return (char *)(r->scratch + r->slot_offset[ver->scratch]); /* one row, dense (fuse_rows_ok) */
   return element_at(g, full, idx, j);
 }
 
 /* One segment of the compiled group on a row: every (member, operand) pair
- * it reads or stores, at this row (dead intermediates are registers;
- * nothing is staged: its stores go to memory directly). */
+ * it reads or stores, at this row (dead intermediates are registers, but
+ * the one the sink reads, which is stored to its tile scratch; nothing is
+ * staged: its stores go to memory directly). */
 static void run_row_jit(const rows *r, const int64_t *idx, int64_t j0, int64_t n) {
   const fuse_group *g = r->g;
   const fuse_jit *jit = r->jit;
@@ -100,7 +115,10 @@ static void run_row_jit(const rows *r, const int64_t *idx, int64_t j0, int64_t n
     const int i = jit->arg_member[a], k = jit->arg_operand[a];
     const fuse_member *m = &g->members[i];
     char *value = invariant_ptr(g, m, &r->entries[i], k);
-    p[a] = value ? value : element_at(g, &m->ops[k], idx, j0);
+    const fuse_version *ver = &g->versions[m->version[k]];
+    if (value) p[a] = value;
+    else if (ver->scratch >= 0) p[a] = tile_scratch_at(r, ver, &m->ops[k], idx, j0);
+    else p[a] = element_at(g, &m->ops[k], idx, j0);
   }
   seg->fn(n, p + seg->first_arg, jit->scalars + seg->first_scalar);
 }
@@ -111,7 +129,7 @@ static void run_row(const rows *r, const int64_t *idx, int64_t j0, int64_t n) {
     run_row_jit(r, idx, j0, n);
     return;
   }
-  for (int i = 0; i < g->n_members; i++) {
+  for (int i = 0; i < fuse_row_members(g); i++) {
     const fuse_member *m = &g->members[i];
     const nrt_row_entry *e = &r->entries[i];
     char *data[NRT_MAX_OPERANDS];
@@ -176,6 +194,7 @@ static void run_tile(rows *rp, int64_t t) {
   /* the tile: dims before split at one index, split in [lo, hi), the rest whole */
   int64_t idx[NRT_MAX_DIMS];
   const int64_t len = nrt_fusion_tile_origin(g, t, idx);
+  memcpy(r.origin, idx, sizeof r.origin);
   const int64_t lo = g->split >= 0 ? idx[g->split] : 0, hi = lo + len;
   if (g->split == inner) { /* one row, a range of the inner dim */
     span_rows(&r, idx, lo, hi);
@@ -205,19 +224,22 @@ void nrt_fusion_run_rows(const fuse_group *g, const nrt_row_entry *entries, int6
 }
 
 void nrt_fusion_run_rows_jit(const fuse_group *g, const nrt_row_entry *entries, const fuse_jit *jit,
-                             int segment, int64_t t) {
-  rows r = {.g = g, .entries = entries, .jit = jit, .segment = segment, .pending = false};
+                             int segment, int64_t t, unsigned char *scratch,
+                             const size_t *slot_offset) {
+  rows r = {.g = g, .entries = entries, .scratch = scratch, .slot_offset = slot_offset,
+            .jit = jit, .segment = segment, .pending = false};
   run_tile(&r, t);
 }
 
 /* Row mode needs rows long enough to amortise a call per member, and each
- * dead intermediate dense along the row (its scratch holds one row). */
+ * dead intermediate dense along the row (its scratch holds one row; the
+ * sink's holds the tile, and the sink runs its own kernel on it). */
 bool nrt_fusion_rows_ok(const fuse_group *g) {
-  if (g->sink_item >= 0 || g->ndim < 1) return false;
+  if (g->ndim < 1) return false;
   const int inner = g->ndim - 1;
   const int64_t row = g->split == inner ? g->chunk : g->sizes[inner];
   if (row < FUSE_ROW_MIN) return false;
-  for (int i = 0; i < g->n_members; i++) {
+  for (int i = 0; i < fuse_row_members(g); i++) {
     const fuse_member *m = &g->members[i];
     for (int k = 0; k < m->task->n_operands; k++) {
       if (m->konst[k] >= 0) continue;

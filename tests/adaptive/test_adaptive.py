@@ -91,7 +91,7 @@ def test_random_programs_fuse():
     if FUSES:
         assert stats["groups"] >= 5 and stats["tasks_fused"] >= 30, stats
         # groups run in rows (each op's row loop); the per-tile path runs in
-        # the reduction-sink tests and the C tests (a kernel with no row loop)
+        # the C tests (a kernel with no row loop) and for narrow rows
         assert stats["groups_in_rows"] >= 1, stats
 
 
@@ -414,3 +414,24 @@ def test_reduction_sink(numel, op):
     assert_same(results)
     if FUSES and numel <= 1024:
         assert groups[True] >= 1
+        # the members before the sink run in rows (or compiled), the sink
+        # reduces each tile after them
+        assert stats_of(fn)["groups_in_rows"] >= 1
+
+
+def test_reduction_of_another_tensor_is_no_sink():
+    """A reduction whose input no member wrote stays out of the group (it
+    would gain nothing, and hold the group to a kernel call per tile); one
+    that reduces the chain's value joins it."""
+    g = torch.Generator().manual_seed(3)
+    x, z = (torch.randn(64, 1024, generator=g).to("neuron") for _ in range(2))
+
+    def fn(reduced):
+        torch.neuron._sleep(20_000_000)
+        y = ((x * 2 + 1).sigmoid() * x)
+        return [t.cpu() for t in (y, (y if reduced == "y" else z).mean(-1))]
+    for reduced, fused in (("z", 4), ("y", 5)):
+        results, _ = run_modes(lambda: fn(reduced))
+        assert_same(results)
+        if FUSES:
+            assert stats_of(lambda: fn(reduced))["tasks_fused"] == fused

@@ -73,6 +73,13 @@ def gelu_primitives(x):
     return [(x * 0.5) * ((((x * x) * x * 0.044715 + x) * k).tanh() + 1)]
 
 
+def layernorm_primitives(x, w, b):
+    mean = x.mean(-1, keepdim=True)
+    xc = x - mean
+    var = (xc * xc).mean(-1, keepdim=True)
+    return [mean, var, xc / (var + 1e-5).sqrt() * w + b]
+
+
 # (name, inputs, program): each program returns the values compared
 CASES = [
     ("gelu_tail", lambda: inputs((1 << 16) + 7), gelu_primitives),
@@ -89,6 +96,13 @@ CASES = [
      lambda m, x: [((x - m) * (m + 2)).tanh() * x]),
     ("in_place", lambda: inputs(1 << 16, 1 << 16),
      lambda m, g: [m.mul_(0.9).add_(g, alpha=0.1).sigmoid_().mul_(g), m]),
+    # a reduction sink after compiled members: it reduces a dead
+    # intermediate kept in its tile scratch, or a stored value
+    ("sink", lambda: inputs((64, 1023), special=True),
+     lambda x: [((x * 1.5 - 0.25).sigmoid() * x).sum(-1)]),
+    ("sink_layernorm", lambda: inputs((256, 1000), (1000,), (1000,)), layernorm_primitives),
+    ("sink_stored", lambda: inputs((40, 2048), (40, 2048)),
+     lambda x, y: [y.mul_(x).add_(1.5), y.amax(-1), x]),
 ]
 
 
@@ -123,6 +137,7 @@ HALF_PROGRAMS = [
      lambda m, g: [m.mul_(0.9).add_(g, alpha=0.1).sigmoid_().mul_(g), m]),
     ("addcmul_addcdiv", (40000, 40000, 40000), True,
      lambda a, b, c: [torch.addcmul(a, b, c, value=0.3).addcdiv(b, c.abs() + 1, value=-2.0) * a]),
+    ("sink", ((64, 1000),), True, lambda x: [((x * 1.5 + 0.25).sigmoid() * x).sum(-1)]),
     ("unary", (3 * 4096 + 5, 3 * 4096 + 5), True,
      lambda x, y: [f(x) * y + f(y) for f in (torch.exp, torch.tanh, torch.sqrt, torch.neg, torch.abs, torch.sin)]),
 ]
