@@ -185,6 +185,12 @@ void nrt_fusion_jit_stats_reset(void);
 bool nrt_fusion_plan(fuse_group *g, nrt_exec_ctx *ctx, const nrt_task *ring, unsigned ring_size,
                      uint64_t head, uint64_t queued);
 
+/* fusion_plan.c: the ends of the group's independent chains among its
+ * first `members` members: each b in end[] (ascending, the last is
+ * `members`) is a boundary no value crosses -- nothing a member before b
+ * wrote is read from b on.  Returns how many. */
+int nrt_fusion_chain_ends(const fuse_group *g, int members, int *end);
+
 /* fusion_plan.c: tile t's first element (idx, one per dim) and its
  * length along the split dim (the group's numel when it is one tile). */
 int64_t nrt_fusion_tile_origin(const fuse_group *g, int64_t t, int64_t *idx);

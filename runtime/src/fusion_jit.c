@@ -274,24 +274,11 @@ static bool generate(const fuse_group *g, const nrt_row_entry *entries, fuse_jit
 }
 
 /* The segments: a cut after member i where no value a member up to i
- * wrote is read after i.  Running the segments one after the other on a
- * row keeps every element's program order (members run in order, and
- * aliasing views are identical: fusion.h). */
+ * wrote is read after i (nrt_fusion_chain_ends).  Running the segments one
+ * after the other on a row keeps every element's program order (members
+ * run in order, and aliasing views are identical: fusion.h). */
 static int segments(const fuse_group *g, int *end) {
-  const int members = fuse_row_members(g); /* the sink reads what it needs from memory or scratch */
-  int last_read[FUSE_MAX_VERSIONS];
-  for (int v = 0; v < g->n_versions; v++) last_read[v] = -1;
-  for (int i = 0; i < members; i++)
-    for (int k = 1; k < g->members[i].task->n_operands; k++)
-      if (g->members[i].konst[k] < 0) last_read[g->members[i].version[k]] = i;
-  int n = 0, reach = -1;
-  for (int i = 0; i < members; i++) {
-    const int w = g->members[i].version[0];
-    if (last_read[w] > reach) reach = last_read[w];
-    if (reach <= i) end[n++] = i + 1;
-  }
-  if (n == 0 || end[n - 1] != members) end[n++] = members;
-  return n;
+  return nrt_fusion_chain_ends(g, fuse_row_members(g), end); /* the sink reads from memory or scratch */
 }
 
 /* ------------------------------------------------------------ builds */

@@ -343,7 +343,7 @@ static void give_scratch(fuse_group *g, fuse_version *ver) {
   ver->scratch = slot;
 }
 
-static void apply_hint(fuse_group *g, const nrt_task *t) {
+static void apply_hint(fuse_group *g, const nrt_task *t, bool to_consts) {
   const nrt_memcpy_params *p = (const nrt_memcpy_params *)t->params;
   const char *lo = p->dst, *hi = lo + p->bytes;
   for (int v = 0; v < g->n_versions; v++) {
@@ -352,7 +352,7 @@ static void apply_hint(fuse_group *g, const nrt_task *t) {
     ver->freed = true;
     if (ver->first_is_write && ver->dense) give_scratch(g, ver);
   }
-  for (int c = 0; c < g->n_consts; c++)
+  for (int c = 0; c < g->n_consts && to_consts; c++)
     if (g->consts[c].ptr >= lo && g->consts[c].ptr + g->consts[c].esize <= hi)
       g->consts[c].freed = true;
 }
@@ -374,12 +374,13 @@ static bool reads_group_value(const fuse_group *g, const fuse_member *m) {
 static int scan(fuse_group *g) {
   g->n_versions = g->n_scratch = 0;
   int members = 0;
+  for (int c = 0; c < g->n_consts; c++) g->consts[c].freed = g->consts[c].superseded = false;
   g->n_consts = 0; /* constants become visible as the walk reaches them */
   for (int i = 0; i < g->n_items; i++) {
     fuse_item *it = &g->items[i];
     bool ok = true;
     if (it->kind == ITEM_HINT) {
-      apply_hint(g, it->task);
+      apply_hint(g, it->task, true);
     } else if (it->kind == ITEM_CONST) {
       /* A constant's bytes are stored after the tiles, so they may reuse a
        * released block (the previous Python number's scalar, read by a
@@ -408,6 +409,89 @@ static int scan(fuse_group *g) {
   }
   g->n_members = members;
   return members;
+}
+
+/* ------------------------------------------------------------ whole chains */
+
+int nrt_fusion_chain_ends(const fuse_group *g, int members, int *end) {
+  int last_read[FUSE_MAX_VERSIONS];
+  for (int v = 0; v < g->n_versions; v++) last_read[v] = -1;
+  for (int i = 0; i < members; i++)
+    for (int k = 1; k < g->members[i].task->n_operands; k++)
+      if (g->members[i].konst[k] < 0) last_read[g->members[i].version[k]] = i;
+  int n = 0, reach = -1;
+  for (int i = 0; i < members; i++) {
+    const int w = g->members[i].version[0];
+    if (last_read[w] > reach) reach = last_read[w];
+    if (reach <= i) end[n++] = i + 1;
+  }
+  if (n == 0 || end[n - 1] != members) end[n++] = members;
+  return n;
+}
+
+/* A group cut short (the member limit, a task that could not join) often
+ * ends inside a chain: the window held 8 whole parameters of an Adam step
+ * and part of the 9th.  Its members then store values the chain's rest
+ * reads (dead otherwise), and the cut moves from one window to the next,
+ * so compiled groups keep meeting segments they have not built (a
+ * 10-parameter step ran 3 of its 6 groups in row mode while their builds
+ * were queued).  So when a fusible task queued within FUSE_CHAIN_AHEAD
+ * tasks after the group reads what its last chain wrote, the group ends
+ * before that chain, which joins the next group, at its start.  Nothing
+ * the group keeps is read by what it leaves, so nothing it could elide is
+ * lost; the free hints queued behind the cut still release its values
+ * (the tasks between do not read them), but not its constants: a device
+ * scalar filled before the cut may be read after it.  A group that ends
+ * where the queue ends is kept whole: the host is still issuing the chain,
+ * and the next group takes what follows. */
+#define FUSE_CHAIN_AHEAD 64
+
+static bool chain_goes_on(const fuse_group *g, int from, const nrt_task *ring, unsigned ring_size,
+                          uint64_t head, uint64_t queued) {
+  bool dead[FUSE_MAX_VERSIONS]; /* released: later tasks on those bytes are other tensors' */
+  for (int v = 0; v < g->n_versions; v++) dead[v] = g->versions[v].freed;
+  const uint64_t first = (uint64_t)g->n_items;
+  const uint64_t last = queued < first + FUSE_CHAIN_AHEAD ? queued : first + FUSE_CHAIN_AHEAD;
+  for (uint64_t i = first; i < last; i++) {
+    const nrt_task *t = &ring[(head + i) % ring_size];
+    if (t->kernel == NRT_KERNEL_HINT_FREE) {
+      const nrt_memcpy_params *p = (const nrt_memcpy_params *)t->params;
+      for (int v = 0; v < g->n_versions; v++)
+        dead[v] |= g->versions[v].lo >= (const char *)p->dst &&
+                   g->versions[v].hi <= (const char *)p->dst + p->bytes;
+      continue;
+    }
+    if (classify(t) == NRT_FUSE_NONE) continue;
+    for (int k = 1; k < t->n_operands; k++) {
+      const char *lo, *hi;
+      span_of(&t->operands[k], &lo, &hi);
+      for (int m = from; m < g->n_members; m++) {
+        const int v = g->members[m].version[0];
+        if (!dead[v] && overlap(lo, hi, g->versions[v].lo, g->versions[v].hi)) return true;
+      }
+    }
+  }
+  return false;
+}
+
+static void trim_to_whole_chains(fuse_group *g, const nrt_task *ring, unsigned ring_size,
+                                 uint64_t head, uint64_t queued) {
+  int end[FUSE_MAX_MEMBERS];
+  const int n = nrt_fusion_chain_ends(g, g->n_members, end);
+  const int keep = n >= 2 ? end[n - 2] : 0;
+  if (g->sink_item >= 0 || keep < 2 || !chain_goes_on(g, keep, ring, ring_size, head, queued))
+    return;
+  const int scanned = g->n_items;
+  /* right after the chain's last member: the device scalars filled after
+   * it are the next chain's, and the next group begins with their fills */
+  int cut = 0;
+  while (!(g->items[cut].kind == ITEM_MEMBER && g->items[cut].index == keep - 1)) cut++;
+  g->n_items = ++cut;
+  scan(g); /* the prefix fits as it did: keep members */
+  /* not to constants: a device scalar filled before the cut may be read
+   * after it (the next chain's first op), and must then be stored */
+  for (int i = cut; i < scanned; i++)
+    if (g->items[i].kind == ITEM_HINT) apply_hint(g, g->items[i].task, false);
 }
 
 /* ------------------------------------------------------------ elision, tiles */
@@ -549,6 +633,7 @@ bool nrt_fusion_plan(fuse_group *g, nrt_exec_ctx *ctx, const nrt_task *ring, uns
     g->sink_item = -1;
   }
   if (scan(g) < 2) return false;
+  trim_to_whole_chains(g, ring, ring_size, head, queued);
   plan_staging(g);
   /* trailing items after the last member stay: hints, and constants whose
    * fills the executor stores */

@@ -335,6 +335,39 @@ def test_profiler_shows_fused_group():
     del y
 
 
+def test_full_group_ends_at_a_whole_chain():
+    """A group that reaches the member limit (64) inside a chain ends
+    before that chain, which the next group takes whole: 12 independent
+    7-op optimizer-like chains run as 9 + 3 chains, not 64 + 20 tasks."""
+    def fresh_state():
+        g = torch.Generator().manual_seed(5)
+        state = [[torch.randn(1 << 14, generator=g) for _ in range(4)] for _ in range(12)]
+        return [[p, grad, m, v.abs()] for p, grad, m, v in state]
+
+    def step(state):
+        for p, grad, m, v in state:
+            m.mul_(0.9).add_(grad, alpha=0.1)
+            v.mul_(0.99).addcmul_(grad, grad, value=0.01)
+            p.addcdiv_(m, v.sqrt().add_(1e-8), value=-1e-3)
+
+    def fn():
+        state = [[t.to("neuron") for t in row] for row in fresh_state()]
+        torch.neuron._sleep(30_000_000)
+        step(state)
+        return [t.cpu() for row in state for t in row]
+    results, _ = run_modes(fn)
+    assert_same(results)
+    if not FUSES:
+        return
+    state = [[t.to("neuron") for t in row] for row in fresh_state()]
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.PrivateUse1]) as prof:
+        torch.neuron._sleep(30_000_000)
+        step(state)
+        torch.neuron.synchronize()
+    sizes = [e.name.count("|") + 1 for e in prof.events() if e.name.startswith("fused[")]
+    assert sizes == [7 * 9, 7 * 3], sizes
+
+
 THREADS_SCRIPT = r"""
 import sys, torch, torch_neuronx
 sys.path.insert(0, sys.argv[2])
