@@ -231,7 +231,12 @@ static int wait_all(ncomm *c, uint32_t step) {
       uint32_t v = atomic_load_explicit(s, memory_order_acquire);
       if ((int32_t)(v - step) >= 0) break;
       if (iter < 256) continue;
-      uint32_t ab = atomic_load_explicit(&c->hdr->aborted, memory_order_relaxed);
+      uint32_t ab = atomic_load_explicit(&c->hdr->aborted, memory_order_acquire);
+      /* A rank aborts after it posted this step (nc_fail comes after its
+       * seq store): when it has, the step is complete, and the descriptors
+       * say why it failed ("mismatched ..." on every rank, not "aborted"
+       * on the ones that were still waiting when it compared first). */
+      if (ab && (int32_t)(atomic_load_explicit(s, memory_order_acquire) - step) >= 0) break;
       if (ab) {
         c->broken = 1;
         snprintf(c->err, sizeof c->err, "%s: aborted because rank %u failed", c->cur,
