@@ -162,6 +162,7 @@ static int input(gen *s, int i, int k, const nrt_row_entry *e) {
         return -1;
       put(&s->body, "    VT v%d[NK_U];\n    NK_JIT_LANES_LOOP v%d[u] = NK_JIT_LD_%s(a%d, NK_JIT_AT, rem);\n",
           s->vars, s->vars, name, a);
+      put(&s->body, "    NK_JIT_PREFETCH(a%d, %d);\n", a, (int)stride);
       s->lanes[s->vars] = true;
       return s->value[v] = s->vars++;
     }
