@@ -177,7 +177,7 @@ static void run_tiles(void *arg, int64_t begin, int64_t end, int w) {
         nrt_fusion_run_rows_jit(g, st->entries, &st->jit, s, t, wk->scratch, st->slot_offset);
     return;
   }
-  prepare_tasks(g, wk->tasks);
+  if (!st->rows || sink) prepare_tasks(g, wk->tasks); /* kernel calls: per tile, or the sink's */
   if (st->rows) {
     /* with a sink, tile by tile: the sink's kernel reduces what the other
      * members left in the tile's scratch before the next tile reuses it */
