@@ -343,17 +343,21 @@ static void give_scratch(fuse_group *g, fuse_version *ver) {
   ver->scratch = slot;
 }
 
+/* Whether a free hint releases the bytes [lo, hi). */
+static bool hint_releases(const nrt_task *hint, const char *lo, const char *hi) {
+  const nrt_memcpy_params *p = (const nrt_memcpy_params *)hint->params;
+  return lo >= (const char *)p->dst && hi <= (const char *)p->dst + p->bytes;
+}
+
 static void apply_hint(fuse_group *g, const nrt_task *t, bool to_consts) {
-  const nrt_memcpy_params *p = (const nrt_memcpy_params *)t->params;
-  const char *lo = p->dst, *hi = lo + p->bytes;
   for (int v = 0; v < g->n_versions; v++) {
     fuse_version *ver = &g->versions[v];
-    if (ver->freed || ver->lo < lo || ver->hi > hi) continue;
+    if (ver->freed || !hint_releases(t, ver->lo, ver->hi)) continue;
     ver->freed = true;
     if (ver->first_is_write && ver->dense) give_scratch(g, ver);
   }
   for (int c = 0; c < g->n_consts && to_consts; c++)
-    if (g->consts[c].ptr >= lo && g->consts[c].ptr + g->consts[c].esize <= hi)
+    if (hint_releases(t, g->consts[c].ptr, g->consts[c].ptr + g->consts[c].esize))
       g->consts[c].freed = true;
 }
 
@@ -455,10 +459,8 @@ static bool chain_goes_on(const fuse_group *g, int from, const nrt_task *ring, u
   for (uint64_t i = first; i < last; i++) {
     const nrt_task *t = &ring[(head + i) % ring_size];
     if (t->kernel == NRT_KERNEL_HINT_FREE) {
-      const nrt_memcpy_params *p = (const nrt_memcpy_params *)t->params;
       for (int v = 0; v < g->n_versions; v++)
-        dead[v] |= g->versions[v].lo >= (const char *)p->dst &&
-                   g->versions[v].hi <= (const char *)p->dst + p->bytes;
+        dead[v] |= hint_releases(t, g->versions[v].lo, g->versions[v].hi);
       continue;
     }
     if (classify(t) == NRT_FUSE_NONE) continue;
