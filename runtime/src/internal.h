@@ -89,6 +89,7 @@ struct nrt_stream {
   _Alignas(64) _Atomic uint64_t head; /* written by the worker */
   uint64_t tail_seen;                 /* worker's last look at tail */
   uint64_t spin_ns;                   /* the worker's spin budget (nrt_spin_budget_after_sleep) */
+  uint64_t wake_asked_ns;             /* under lock: when a launch last woke the worker (nrt_sleep_gap) */
   _Alignas(64) _Atomic uint64_t tail; /* written under push_lock */
   uint64_t head_seen;                 /* launchers' last look at head */
   atomic_int launcher_cpu;            /* where the last launch came from (-1: unknown) */
@@ -190,16 +191,29 @@ void nrt_place_slot(int slot); /* this thread onto compute slot `slot`'s CPU (ke
  * than a fixed 30-50 us spin: a compiled LayerNorm of 64 x 1024 so called
  * took 83 us against Inductor CPU's 39, its team waiting each time for a
  * helper to wake (libgomp's threads spin for milliseconds).  So a thread
- * woken within NRT_SPIN_MAX_NS of going to sleep polls that long and a
- * quarter more next time (up to the cap), and one that slept longer goes
- * back to its base budget: steady rhythms keep their threads awake, an
- * idle device sleeps after the base spin. */
+ * asked to wake within NRT_SPIN_MAX_NS of going to sleep polls that long
+ * and a quarter more next time (up to the cap), and one that slept longer
+ * goes back to its base budget: steady rhythms keep their threads awake,
+ * an idle device sleeps after the base spin.
+ *
+ * The gap is measured to the wake-up call (the waker stamps it), not to
+ * when the thread ran again: on a VM whose host is busy a wake-up itself
+ * took 200-600 us (the idle vCPU has to be scheduled), so measured to the
+ * thread's return every gap looked long, the budget stayed at its base,
+ * and every call paid a wake-up: a 64^3 product synchronised after each
+ * call took 250-500 us against 16 us on the CPU.  `asked_ns` is that
+ * stamp (0 or stale: none, the thread's own clock is used). */
 #define NRT_SPIN_MAX_NS 400000u
 static inline uint64_t nrt_spin_budget_after_sleep(uint64_t budget, uint64_t base, uint64_t slept_ns) {
   if (slept_ns > NRT_SPIN_MAX_NS) return base;
   uint64_t want = slept_ns + slept_ns / 4;
   if (want < budget) want = budget;
   return want > NRT_SPIN_MAX_NS ? NRT_SPIN_MAX_NS : want;
+}
+/* How long a thread that went to sleep at `slept` slept, as far as its
+ * budget is concerned: until it was asked to wake (asked_ns), else until now. */
+static inline uint64_t nrt_sleep_gap(uint64_t slept, uint64_t asked_ns, uint64_t now) {
+  return asked_ns >= slept && asked_ns <= now ? asked_ns - slept : now - slept;
 }
 
 /* Spin-waits and CPU sharing.  A runtime thread that spin-waits for

@@ -56,6 +56,7 @@ static int helpers; /* threads in the pool, caller included; under region_lock *
 static _Atomic uint64_t generation; /* written under wake_lock */
 static atomic_int caller_cpu = -1;  /* where the last region's caller ran (spin-waits and CPU sharing) */
 static int sleeping_helpers;        /* under wake_lock */
+static uint64_t wake_asked_ns;      /* under wake_lock: the last wake-up of sleeping helpers (nrt_sleep_gap) */
 static _Thread_local int in_region;
 
 static struct {
@@ -212,8 +213,9 @@ static void *helper_main(void *arg) {
       sleeping_helpers++;
       while (atomic_load(&generation) == seen) pthread_cond_wait(&wake_cv, &wake_lock);
       sleeping_helpers--;
+      const uint64_t asked = wake_asked_ns;
       pthread_mutex_unlock(&wake_lock);
-      budget = nrt_spin_budget_after_sleep(budget, SPIN_NS, nrt_now_ns() - slept);
+      budget = nrt_spin_budget_after_sleep(budget, SPIN_NS, nrt_sleep_gap(slept, asked, nrt_now_ns()));
     }
     seen = atomic_load(&generation);
     join_region();
@@ -236,7 +238,10 @@ static void wake_helpers(void) {
   nrt_publish_cpu(&caller_cpu);
   pthread_mutex_lock(&wake_lock);
   atomic_fetch_add(&generation, 1);
-  if (sleeping_helpers) pthread_cond_broadcast(&wake_cv);
+  if (sleeping_helpers) {
+    wake_asked_ns = nrt_now_ns();
+    pthread_cond_broadcast(&wake_cv);
+  }
   pthread_mutex_unlock(&wake_lock);
 }
 

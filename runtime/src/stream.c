@@ -293,8 +293,9 @@ static void wait_for_work(nrt_stream *s, uint64_t h) {
   atomic_store(&s->worker_sleeping, 1);
   while (atomic_load(&s->tail) == h) pthread_cond_wait(&s->work_cv, &s->lock);
   atomic_store(&s->worker_sleeping, 0);
+  const uint64_t asked = s->wake_asked_ns;
   pthread_mutex_unlock(&s->lock);
-  s->spin_ns = nrt_spin_budget_after_sleep(s->spin_ns, SPIN_NS, nrt_now_ns() - slept);
+  s->spin_ns = nrt_spin_budget_after_sleep(s->spin_ns, SPIN_NS, nrt_sleep_gap(slept, asked, nrt_now_ns()));
 }
 
 /* Adaptive eager's look-ahead.  The planner fuses what is queued when the
@@ -459,6 +460,7 @@ static void copy_task(nrt_task *dst, const nrt_task *src) {
 static void wake_worker(nrt_stream *s) {
   if (!atomic_load(&s->worker_sleeping)) return;
   pthread_mutex_lock(&s->lock);
+  s->wake_asked_ns = nrt_now_ns();
   pthread_cond_signal(&s->work_cv);
   pthread_mutex_unlock(&s->lock);
 }
