@@ -275,6 +275,15 @@ static void test_spin_budget(void) {
   CHECK(nrt_spin_budget_after_sleep(base, base, NRT_SPIN_MAX_NS - 1) == NRT_SPIN_MAX_NS);
   CHECK(nrt_spin_budget_after_sleep(NRT_SPIN_MAX_NS, base, NRT_SPIN_MAX_NS + 1) == base);
   CHECK(nrt_spin_budget_after_sleep(300000, base, 5000000) == base);
+  /* The gap runs to the wake-up call when the waker stamped one: a thread
+   * the host scheduled 600 us late was still asked within 80 us. */
+  CHECK(nrt_sleep_gap(1000000, 1080000, 1680000) == 80000);
+  CHECK(nrt_spin_budget_after_sleep(base, base, nrt_sleep_gap(1000000, 1080000, 1680000)) == 100000);
+  /* no stamp since it slept (an older one, or none): its own clock */
+  CHECK(nrt_sleep_gap(1000000, 900000, 1680000) == 680000);
+  CHECK(nrt_sleep_gap(1000000, 0, 1030000) == 30000);
+  /* a stamp from the future of `now` (another CPU's clock read later) is not trusted */
+  CHECK(nrt_sleep_gap(1000000, 1700000, 1680000) == 680000);
 }
 
 int main(void) {
