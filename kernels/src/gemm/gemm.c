@@ -841,6 +841,7 @@ static void compute_range(void *arg, int64_t begin, int64_t end, int worker) {
 /* One batch entry, all loops; `parallel` splits packing and the ic/jr work
  * over the pool (two regions per panel), otherwise everything runs here
  * with worker `worker`'s A buffer. */
+#define MIN_BLOCK_ROWS 96
 static void gemm_one(const gemm_plan *p, const gemm_buffers *buf, int64_t bi, int parallel,
                      int worker) {
   panel pn;
@@ -860,7 +861,11 @@ static void gemm_one(const gemm_plan *p, const gemm_buffers *buf, int64_t bi, in
    * threads), the jr split had both workers pack the same A block for
    * their halves of its columns -- A packed twice, which cost 20-25% of a
    * 1024x256 @ 256x256 product on 2 threads (Xeon, AVX-512).  Blocks stay
-   * at least 8 micro-tiles tall (512^3 lost 5% with 6).  Below that,
+   * at least MIN_BLOCK_ROWS tall: each B sliver fetched from L3 serves one
+   * block, so the B traffic per flop goes as 1 / rows, whatever the
+   * micro-kernel's MR (Xeon, MR 12: 512^3 lost 5% with 72 rows; Zen 3,
+   * MR 6, where the rule had been 8 tiles = 48 rows: 96 rows gained 2-4%
+   * at 384^3..512^3 and 12% at 640^3, paired).  Below that,
    * narrow products (B's columns in at most two slivers per thread) still
    * split m alone into blocks of 2 tiles, and the rest split m by thread
    * and n by jr chunks. */
@@ -869,7 +874,7 @@ static void gemm_one(const gemm_plan *p, const gemm_buffers *buf, int64_t bi, in
     const int64_t share = round_up((p->m + threads - 1) / threads, mr);
     const int64_t quarter = round_up((p->m + 4 * threads - 1) / (4 * threads), mr);
     const int narrow = round_up(p->n, nr) <= 2 * threads * nr;
-    if (quarter < pn.mc && (quarter >= 8 * mr || (narrow && p->m >= 8 * threads * mr)))
+    if (quarter < pn.mc && (quarter >= MIN_BLOCK_ROWS || (narrow && p->m >= 8 * threads * mr)))
       pn.mc = quarter;
     else if (share < pn.mc)
       pn.mc = share < 4 * mr && p->m > 4 * mr && 4 * mr <= p->mc ? 4 * mr : share;
