@@ -86,7 +86,8 @@ struct nrt_stream {
   uint64_t *enqueue_ns; /* per ring slot, written only while tracing */
   /* head and tail live on cache lines of their own, each with its side's
    * private copy of the other, so a launch moves no line the worker owns. */
-  _Alignas(64) _Atomic uint64_t head; /* written by the worker */
+  _Alignas(64) _Atomic uint64_t head; /* written by whoever ran the task (the worker, mostly) */
+  _Atomic uint64_t claimed;           /* tasks [head, claimed) are taken by one thread (stream.c) */
   uint64_t tail_seen;                 /* worker's last look at tail */
   uint64_t spin_ns;                   /* the worker's spin budget (nrt_spin_budget_after_sleep) */
   uint64_t wake_asked_ns;             /* under lock: when a launch last woke the worker (nrt_sleep_gap) */
@@ -159,6 +160,9 @@ uint64_t nrt_fusion_run(nrt_fusion **state, nrt_exec_ctx *ctx, nrt_stream *s, co
 
 /* Overrides TORCHNEURON_LAUNCH_BLOCKING (tests); -1 restores it. */
 void nrt_testing_set_launch_blocking(int on);
+/* 0: a waiting thread never runs the head task itself, so the worker runs
+ * every queued task (tests of what the worker does); 1 restores it. */
+void nrt_testing_set_waiter_runs(int on);
 
 /* ---- event.c: executed by the stream worker. */
 void nrt_event_run_record(const nrt_task *t);

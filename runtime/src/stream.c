@@ -1,11 +1,13 @@
 /* stream.c — streams, their worker threads, the kernel table and launches.
  *
- * A stream is a bounded ring of task descriptors with exactly one consumer,
- * its worker thread (started at the first launch).  Launchers serialise on
- * push_lock, copy the descriptor in and publish it by advancing `tail`; the
- * worker executes in order and advances `head`, so head/tail double as the
- * completed/launched sequence numbers that events, synchronisation and the
- * allocator's stream-ordered reuse are built on.
+ * A stream is a bounded ring of task descriptors consumed in order by its
+ * worker thread (started at the first launch), or by a thread waiting for
+ * the stream when the worker has not taken the head task (claims, below).
+ * Launchers serialise on push_lock, copy the descriptor in and publish it
+ * by advancing `tail`; tasks run in order and `head` advances past each
+ * one done, so head/tail double as the completed/launched sequence
+ * numbers that events, synchronisation and the allocator's stream-ordered
+ * reuse are built on.
  *
  * Latency: the worker polls for ~50 us before it sleeps (longer while work
  * comes in a steady rhythm: internal.h, spin budgets), and launchers only
@@ -340,6 +342,64 @@ static void await_chain(nrt_stream *s, uint64_t h) {
   }
 }
 
+/* Runs one task (any kernel) on this thread, keeping its failure on the
+ * stream and, while tracing, its record. */
+static void run_task(nrt_stream *s, nrt_exec_ctx *ctx, const nrt_task *t, uint64_t enqueue_ns,
+                     uint64_t correlation) {
+  const int tracing = nrt_trace_enabled() && t->kernel != NRT_KERNEL_HINT_FREE;
+  const uint64_t start = tracing ? nrt_now_ns() : 0;
+  const int failed = nrt_execute(ctx, t) != 0;
+  if (failed) record_failure(s, t, ctx->message);
+  if (tracing) {
+    nrt_trace_record r = {.name = t->name, .correlation = correlation, .kernel = t->kernel,
+                          .device = s->device->index, .stream = s->id,
+                          .enqueue_ns = enqueue_ns ? enqueue_ns : start, .start_ns = start,
+                          .end_ns = nrt_now_ns(), .failed = failed};
+    nrt_trace_add(&r);
+  }
+}
+
+/* Tasks up to h are done: head passes them, and a synchronising thread
+ * that waits for them, or a launcher that waits for room, wakes. */
+static void finish_through(nrt_stream *s, uint64_t h) {
+  atomic_store(&s->head, h + 1);
+  const int wake_done = h + 1 >= atomic_load(&s->wake_seq);
+  const int wake_space = atomic_load(&s->space_waiters) &&
+                         atomic_load(&s->tail) - (h + 1) <= RING_LOW_WATER;
+  if (wake_done || wake_space) {
+    pthread_mutex_lock(&s->lock);
+    if (wake_done) {
+      /* every sleeper wakes; those still short re-register under lock */
+      atomic_store(&s->wake_seq, UINT64_MAX);
+      pthread_cond_broadcast(&s->done_cv);
+    }
+    if (wake_space) pthread_cond_broadcast(&s->space_cv);
+    pthread_mutex_unlock(&s->lock);
+  }
+}
+
+static void wait_head(nrt_stream *s, uint64_t seq, int may_run);
+
+/* Claims.  The worker is not the only thread that may run a stream's
+ * tasks: a thread that waits for the stream runs the head task itself when
+ * no one has taken it (wait_head).  On a machine whose other cores are
+ * busy (a data loader, another job), the worker often was not running when
+ * a task came: it had moved, or been moved, to a core that another process
+ * held, and ran there at the next scheduler tick, 4 ms later, while the
+ * synchronising thread sat idle on the other core (a 64^3 product
+ * synchronised per call: p50 4.0 ms with a busy loop on one of 2 cores,
+ * against 8 us on torch CPU).  Tasks [head, claimed) belong to one thread;
+ * a claim is a CAS from claimed == head (nothing in flight), so stream
+ * order holds: the worker takes all that is queued (its fused groups plan
+ * over what it holds), a waiting thread one task at a time.  Where the
+ * worker lost the race it waits for that task like any waiter. */
+static uint64_t worker_claim(nrt_stream *s, uint64_t h, uint64_t held) {
+  uint64_t from = held > h ? held : h; /* extending its own claim, or a new one */
+  const uint64_t to = atomic_load(&s->tail);
+  if (to <= from) return from;
+  return atomic_compare_exchange_strong(&s->claimed, &from, to) ? to : 0;
+}
+
 static void *worker_main(void *arg) {
   nrt_stream *s = arg;
   nrt_exec_ctx ctx = {.stream = s};
@@ -349,9 +409,14 @@ static void *worker_main(void *arg) {
   nrt_fp_state_enter(); /* for good: a compute thread */
   nrt_device_current_set(s->device->index);
   nrt_fusion *fusion = NULL; /* this worker's planner state, made at first use */
+  uint64_t held = 0;         /* the end of the worker's claim */
   for (;;) {
     uint64_t h = atomic_load(&s->head);
     wait_for_work(s, h);
+    if (!(held = worker_claim(s, h, held))) { /* a waiting thread runs task h */
+      wait_head(s, h + 1, 0);
+      continue;
+    }
     const nrt_task *t = &s->ring[h % RING_TASKS];
     /* Adaptive eager: a chain of fusible tasks already queued behind this
      * one runs as one group (fusion_plan.c); the ring slots stay ours until
@@ -359,38 +424,17 @@ static void *worker_main(void *arg) {
     uint64_t done = 0;
     if (t->kernel >= NRT_KERNEL_FIRST_USER && nrt_kernel_fusion_of(t->kernel) &&
         nrt_adaptive_active()) {
-      if (atomic_load(&s->tail) - h < FUSE_LOOKAHEAD_DEPTH) await_chain(s, h);
-      done = nrt_fusion_run(&fusion, &ctx, s, s->ring, RING_TASKS, h, atomic_load(&s->tail) - h);
+      if (held - h < FUSE_LOOKAHEAD_DEPTH) {
+        await_chain(s, h);
+        held = worker_claim(s, h, held); /* what came meanwhile: no one else claims behind ours */
+      }
+      done = nrt_fusion_run(&fusion, &ctx, s, s->ring, RING_TASKS, h, held - h);
     }
     if (done == 0) {
-      int tracing = nrt_trace_enabled() && t->kernel != NRT_KERNEL_HINT_FREE;
-      uint64_t start = tracing ? nrt_now_ns() : 0;
-      int failed = nrt_execute(&ctx, t) != 0;
-      if (failed) record_failure(s, t, ctx.message);
-      if (tracing) {
-        nrt_trace_record r = {.name = t->name, .correlation = t->correlation, .kernel = t->kernel,
-                              .device = s->device->index, .stream = s->id,
-                              .enqueue_ns = s->enqueue_ns[h % RING_TASKS], .start_ns = start,
-                              .end_ns = nrt_now_ns(), .failed = failed};
-        nrt_trace_add(&r);
-      }
+      run_task(s, &ctx, t, s->enqueue_ns[h % RING_TASKS], t->correlation);
       done = 1;
     }
-    h += done - 1; /* the last task this round completed */
-    atomic_store(&s->head, h + 1);
-    const int wake_done = h + 1 >= atomic_load(&s->wake_seq);
-    const int wake_space = atomic_load(&s->space_waiters) &&
-                           atomic_load(&s->tail) - (h + 1) <= RING_LOW_WATER;
-    if (wake_done || wake_space) {
-      pthread_mutex_lock(&s->lock);
-      if (wake_done) {
-        /* every sleeper wakes; those still short re-register under lock */
-        atomic_store(&s->wake_seq, UINT64_MAX);
-        pthread_cond_broadcast(&s->done_cv);
-      }
-      if (wake_space) pthread_cond_broadcast(&s->space_cv);
-      pthread_mutex_unlock(&s->lock);
-    }
+    finish_through(s, h + done - 1);
   }
   return NULL;
 }
@@ -574,26 +618,18 @@ static int is_small(const nrt_task *t) {
   return 1;
 }
 
-static _Thread_local nrt_exec_ctx inline_ctx;
+/* A host thread's context for the tasks it runs itself (here and in
+ * wait_head). */
+static _Thread_local nrt_exec_ctx host_ctx;
 
 static int try_run_inline(nrt_stream *s, const nrt_task *t) {
   pthread_mutex_lock(&s->push_lock);
   int idle = atomic_load(&s->head) == atomic_load_explicit(&s->tail, memory_order_relaxed);
   if (idle) {
-    int tracing = nrt_trace_enabled();
-    uint64_t start = tracing ? nrt_now_ns() : 0;
-    inline_ctx.stream = s;
+    host_ctx.stream = s;
     const unsigned own_fp = nrt_fp_state_enter(); /* the worker's numerics, not the host's */
-    int failed = nrt_execute(&inline_ctx, t) != 0;
+    run_task(s, &host_ctx, t, 0, t->correlation ? t->correlation : nrt_trace_tls_correlation);
     nrt_fp_state_leave(own_fp);
-    if (failed) record_failure(s, t, inline_ctx.message);
-    if (tracing) {
-      uint64_t corr = t->correlation ? t->correlation : nrt_trace_tls_correlation;
-      nrt_trace_record r = {.name = t->name, .correlation = corr, .kernel = t->kernel,
-                            .device = s->device->index, .stream = s->id, .enqueue_ns = start,
-                            .start_ns = start, .end_ns = nrt_now_ns(), .failed = failed};
-      nrt_trace_add(&r);
-    }
   }
   pthread_mutex_unlock(&s->push_lock);
   return idle;
@@ -613,24 +649,60 @@ nrt_status nrt_launch(nrt_stream *s, const nrt_task *task) {
 
 /* ------------------------------------------------------------ sync */
 
-static void wait_head(nrt_stream *s, uint64_t seq);
-
 void nrt_stream_wait_seq(nrt_stream *s, uint64_t seq) {
   if (s == own_stream) return; /* everything before the running task is done */
   atomic_fetch_add(&s->waiters, 1); /* ends the worker's look-ahead (await_chain) */
-  wait_head(s, seq);
+  wait_head(s, seq, 1);
   atomic_fetch_sub(&s->waiters, 1);
 }
 
-/* The host polls for a while before it sleeps, and while it polls it works
- * as one of the compute pool's threads (nrt_pool_assist) instead of
- * keeping a core busy doing nothing.  It looks for an open region every 8th
- * poll (a few hundred nanoseconds): the flag shares its cache line with
- * the counter the workers claim chunks from. */
-static void wait_head(nrt_stream *s, uint64_t seq) {
+/* Which tasks a waiting thread may run in the worker's place: the kernels
+ * and the runtime's copies and markers.  Not an event wait (it would hold
+ * the claim while blocking on another stream: the worker does that) nor a
+ * host function (a user callback that may synchronise its own stream). */
+static int host_may_run(const nrt_task *t) {
+  return t->kernel >= NRT_KERNEL_FIRST_USER || t->kernel == NRT_KERNEL_NOP ||
+         t->kernel == NRT_KERNEL_HINT_FREE || t->kernel == NRT_KERNEL_MEMCPY ||
+         t->kernel == NRT_KERNEL_EVENT_RECORD;
+}
+
+/* The head task, if no one holds it: claimed and run here, as the worker
+ * would run it (the device's numerics, its failure kept on the stream; a
+ * launch from inside it into this stream is the stream's own, as on the
+ * worker).  1 if it ran. */
+static _Atomic int waiter_runs = 1;
+
+void nrt_testing_set_waiter_runs(int on) { atomic_store(&waiter_runs, on); }
+
+static int run_head_here(nrt_stream *s, uint64_t seq) {
+  uint64_t h = atomic_load(&s->head);
+  if (h >= seq || !atomic_load_explicit(&waiter_runs, memory_order_relaxed) ||
+      atomic_load(&s->claimed) != h || atomic_load(&s->tail) <= h)
+    return 0;
+  const nrt_task *t = &s->ring[h % RING_TASKS];
+  if (!host_may_run(t) || !atomic_compare_exchange_strong(&s->claimed, &h, h + 1)) return 0;
+  nrt_stream *const outer = own_stream;
+  own_stream = s;
+  host_ctx.stream = s;
+  const unsigned own_fp = nrt_fp_state_enter();
+  run_task(s, &host_ctx, t, s->enqueue_ns[h % RING_TASKS], t->correlation);
+  nrt_fp_state_leave(own_fp);
+  own_stream = outer;
+  finish_through(s, h);
+  return 1;
+}
+
+/* The waiter polls for a while before it sleeps, and while it polls it
+ * runs the head task when no one holds it (may_run: a synchronising thread;
+ * the worker itself waits with 0) and works as one of the compute pool's
+ * threads (nrt_pool_assist) instead of keeping a core busy doing nothing.
+ * It looks for an open region every 8th poll (a few hundred nanoseconds):
+ * the flag shares its cache line with the counter the workers claim chunks
+ * from. */
+static void wait_head(nrt_stream *s, uint64_t seq, int may_run) {
   uint64_t until = 0;
   for (unsigned i = 0; atomic_load(&s->head) < seq; i++) {
-    if ((i & 7) == 0 && nrt_pool_assist()) continue;
+    if ((i & 7) == 0 && ((may_run && run_head_here(s, seq)) || nrt_pool_assist())) continue;
     if ((i & 63) == 63) {
       uint64_t now = nrt_now_ns();
       if (!until) until = now + SPIN_NS;

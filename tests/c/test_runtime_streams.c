@@ -286,6 +286,137 @@ static void test_spin_budget(void) {
   CHECK(nrt_sleep_gap(1000000, 1700000, 1680000) == 680000);
 }
 
+/* A thread that waits for a stream runs the head task itself when the
+ * worker has not taken it (stream.c, claims).  K_WHO records who ran it
+ * and with which floating-point state; K_SEQ checks that it runs in
+ * launch order and exactly once.  Their operands are large in name (stride
+ * 0), so they are queued, never run inline at launch. */
+enum { K_WHO = 911, K_SEQ };
+typedef struct who_probe {
+  pthread_t thread;
+  unsigned fp;
+} who_probe;
+typedef struct seq_probe {
+  _Atomic int64_t next, bad, off_worker;
+  pthread_t worker;
+} seq_probe;
+
+static unsigned current_mxcsr(void) {
+#if defined(__x86_64__)
+  return __builtin_ia32_stmxcsr() & NRT_MXCSR_CONTROL;
+#else
+  return 0;
+#endif
+}
+
+static int who_kernel(const nrt_task *t, nrt_exec_ctx *ctx) {
+  (void)ctx;
+  who_probe *p = t->operands[0].data;
+  p->thread = pthread_self();
+  p->fp = current_mxcsr();
+  return 0;
+}
+
+static int seq_kernel(const nrt_task *t, nrt_exec_ctx *ctx) {
+  (void)ctx;
+  seq_probe *p = t->operands[0].data;
+  const int64_t want = *(const int64_t *)t->params;
+  if (atomic_load(&p->next) != want) atomic_fetch_add(&p->bad, 1);
+  atomic_store(&p->next, want + 1);
+  if (!pthread_equal(pthread_self(), p->worker)) atomic_fetch_add(&p->off_worker, 1);
+  return 0;
+}
+
+static nrt_task big_task(uint32_t kernel, const char *name, void *data) {
+  nrt_task t = {.kernel = kernel, .name = name, .n_operands = 1};
+  t.operands[0] = (nrt_operand){.data = data, .dtype = NRT_UINT8, .ndim = 1, .sizes = {1 << 20}};
+  return t;
+}
+
+static void worker_thread_fn(void *arg) { *(pthread_t *)arg = pthread_self(); }
+
+typedef struct syncer {
+  nrt_stream *s;
+  atomic_int stop;
+} syncer;
+
+static void *sync_loop(void *arg) {
+  syncer *y = arg;
+  while (!atomic_load(&y->stop)) nrt_stream_synchronize(y->s);
+  return NULL;
+}
+
+static void test_waiter_runs(nrt_stream *s) {
+  CHECK_OK(nrt_kernel_register(K_WHO, "who", who_kernel));
+  CHECK_OK(nrt_kernel_register(K_SEQ, "seq", seq_kernel));
+  pthread_t worker;
+  CHECK_OK(launch_host_fn(s, worker_thread_fn, &worker));
+  CHECK_OK(nrt_stream_synchronize(s));
+  CHECK(!pthread_equal(worker, pthread_self()));
+  /* The worker asleep (2 ms idle), the host synchronises at once: it runs
+   * the kernel itself at least once in 100 tries, always with the device's
+   * floating-point state (not the flush-to-zero it set for itself), and
+   * never runs a host function (the worker's alone). */
+#if defined(__x86_64__)
+  const unsigned own = __builtin_ia32_stmxcsr();
+  __builtin_ia32_ldmxcsr(own | 0x8040);
+#endif
+  int host_ran = 0, fp_ok = 1, fn_on_worker = 1;
+  for (int r = 0; r < 100; r++) {
+    usleep(2000);
+    who_probe p = {0};
+    nrt_task t = big_task(K_WHO, "who", &p);
+    CHECK_OK(nrt_launch(s, &t));
+    CHECK_OK(nrt_stream_synchronize(s));
+    host_ran += pthread_equal(p.thread, pthread_self());
+    fp_ok &= p.fp == NRT_MXCSR_DEFAULT;
+    pthread_t ran_fn;
+    usleep(2000);
+    CHECK_OK(launch_host_fn(s, worker_thread_fn, &ran_fn));
+    CHECK_OK(nrt_stream_synchronize(s));
+    fn_on_worker &= pthread_equal(ran_fn, worker);
+  }
+#if defined(__x86_64__)
+  CHECK((__builtin_ia32_stmxcsr() & 0x8040) == 0x8040);
+  __builtin_ia32_ldmxcsr(own);
+#endif
+  CHECK(host_ran > 0);
+  CHECK(fp_ok);
+  CHECK(fn_on_worker);
+  /* A failure in a task a waiter ran is the stream's, named, as any other. */
+  for (int r = 0; r < 20; r++) {
+    usleep(2000);
+    nrt_task bad = big_task(K_FAIL, "aten::gather", NULL);
+    CHECK_OK(nrt_launch(s, &bad));
+    CHECK(nrt_stream_synchronize(s) == NRT_ERROR_KERNEL_FAILED);
+    CHECK(strstr(nrt_last_error(), "aten::gather: index 7") != NULL);
+  }
+  CHECK_OK(nrt_stream_synchronize(s));
+  /* Two waiters (this thread between bursts, another in a loop) and the
+   * worker race for 20000 tasks: each runs once, in launch order. */
+  seq_probe q = {.worker = worker};
+  syncer y = {.s = s};
+  pthread_t other;
+  CHECK(pthread_create(&other, NULL, sync_loop, &y) == 0);
+  uint64_t rng = 12345;
+  for (int64_t i = 0; i < 20000;) {
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    const int burst = 1 + (int)((rng >> 33) % 48);
+    for (int b = 0; b < burst && i < 20000; b++, i++) {
+      nrt_task t = big_task(K_SEQ, "seq", &q);
+      *(int64_t *)t.params = i;
+      CHECK_OK(nrt_launch(s, &t));
+    }
+    if ((rng >> 20) % 3 == 0) CHECK_OK(nrt_stream_synchronize(s));
+  }
+  CHECK_OK(nrt_stream_synchronize(s));
+  atomic_store(&y.stop, 1);
+  pthread_join(other, NULL);
+  CHECK(atomic_load(&q.next) == 20000);
+  CHECK(atomic_load(&q.bad) == 0);
+  CHECK(atomic_load(&q.off_worker) > 0);
+}
+
 int main(void) {
   setenv("TORCHNEURON_HBM_SIZE", "128M", 1);
   setenv("TORCHNEURON_DEVICE_COUNT", "2", 1);
@@ -305,5 +436,6 @@ int main(void) {
   test_launch_blocking(s1);
   test_self_use(s1);
   test_mixed_order(s2);
+  test_waiter_runs(s1);
   return CHECK_SUMMARY();
 }
