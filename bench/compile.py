@@ -45,15 +45,10 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 import torch_neuronx  # noqa: E402,F401  (registers the device)
-from timing import machine, paired_medians  # noqa: E402
+from timing import machine, paired_medians, sync  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "examples"))
-
-
-def sync(device):
-    if device.type != "cpu":
-        torch.accelerator.synchronize(device)
 
 
 # ---------------------------------------------------------------- the cases

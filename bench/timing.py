@@ -41,7 +41,17 @@ def machine():
 
 
 def sync(device):
-    if device.type != "cpu":
+    """Waits for the device's work.  A device without an index is the
+    current one, and the no-argument call waits for it: with the argument,
+    torch.accelerator.synchronize first resolves the device in Python
+    (torch/accelerator/_utils.py: current_accelerator() and a type check),
+    1.2 us of upstream code per call on a 2-core Zen 3 (2.1 against 0.9 us)
+    that a 64^3 product's sample (10 us) would count as the device's."""
+    if device.type == "cpu":
+        return
+    if device.index is None:
+        torch.accelerator.synchronize()
+    else:
         torch.accelerator.synchronize(device)
 
 
