@@ -246,7 +246,8 @@ static void test_random_sweep(void) {
  * doubles / 8), k within one k block (KC 40 here), up to 256 rows; two
  * panels of NC 64, edge row tiles, batches with a broadcast B, alpha/beta,
  * a transposed out; float16/bfloat16 at the same shapes.  (At AVX2 only a
- * B within half of L1 is read in place: 13x128x33 is packed there.) */
+ * B within half of L1 is read in place: 13x128x33 is packed there.)  And
+ * few_rows_unpacked's products, with the B it leaves packed. */
 static void test_plain_unpacked(void) {
   gcase cases[] = {
       {NRT_FLOAT32, 1, 100, 64, 40, 0, 0, 0, 1, 0, 0, 0}, {NRT_FLOAT32, 1, 13, 128, 33, 1, 0, 0, 0.5, 2, 0, 0},
@@ -254,6 +255,11 @@ static void test_plain_unpacked(void) {
       {NRT_FLOAT64, 1, 37, 32, 17, 0, 0, 0, 1, 0, 0, 0},  {NRT_FLOAT64, 2, 9, 16, 40, 1, 0, 0, -2, 0.25, 0, 0},
       /* 16-bit B at those shapes is packed (the rows kernels read floats) */
       {NRT_FLOAT16, 1, 20, 64, 30, 0, 0, 0, 1, 0, 0, 0},  {NRT_BFLOAT16, 1, 20, 64, 30, 0, 0, 0, 1, 0, 0, 0},
+      /* few rows (<= 128, k >= 256) read B in place at any size, across
+       * k blocks, with edge row tiles, a broadcast B and a transposed A;
+       * rows 2 KiB apart (n 512 floats) stay packed */
+      {NRT_FLOAT32, 1, 70, 96, 300, 0, 0, 0, 1, 0, 0, 0}, {NRT_FLOAT32, 2, 128, 64, 260, 0, 0, 1, 0.5, 2, 0, 0},
+      {NRT_FLOAT64, 1, 33, 48, 257, 1, 0, 0, 1, 0, 0, 0}, {NRT_FLOAT32, 1, 20, 512, 256, 0, 0, 0, 1, 0, 0, 0},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) check_case(&cases[i]);
 }

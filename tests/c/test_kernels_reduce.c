@@ -616,12 +616,39 @@ static void test_softmax(void) {
   tk_free(iv);
 }
 
+/* reduce_block.h's order as its comment spells it, written out here
+ * apart from the macro the kernels share. */
+static float block_order_reference(const float *x, int64_t n) {
+  float r = 0;
+  if (n < 16) {
+    for (int64_t i = 0; i < n; i++) r += x[i];
+    return r;
+  }
+  float acc[64] = {0};
+  int64_t i = 0;
+  if (n >= 64) {
+    for (; i + 64 <= n; i += 64)
+      for (int j = 0; j < 64; j++) acc[j] += x[i + j];
+    for (int j = 0; j < 32; j++) acc[j] += acc[j + 32];
+    for (int j = 0; j < 16; j++) acc[j] += acc[j + 16];
+  }
+  for (; i + 16 <= n; i += 16)
+    for (int j = 0; j < 16; j++) acc[j] += x[i + j];
+  for (int w = 8; w >= 2; w /= 2)
+    for (int j = 0; j < w; j++) acc[j] += acc[j + w];
+  r = acc[0] + acc[1];
+  for (; i < n; i++) r += x[i];
+  return r;
+}
+
 /* The plain float32 sum's block (reduce_block.h) compiled per ISA gives
- * the bits of the portable code (this file's own instantiation): lengths
- * around the 16 lanes and the 1024 block, values of mixed magnitudes and
+ * the bits of the portable code (this file's own instantiation) and of the
+ * order spelled out above: lengths around the 16 and 64 lanes and the 1024
+ * block, values of mixed magnitudes and
  * signs (so that the order of additions shows), inf, NaN, -0, subnormals. */
 static void test_block_sum_bits_per_isa(void) {
-  static const int64_t lengths[] = {0, 1, 15, 16, 17, 31, 32, 33, 255, 1000, 1023, 1024};
+  static const int64_t lengths[] = {0,  1,  15, 16,  17,  31,  32,  33,  63,   64,
+                                    65, 79, 80, 127, 128, 129, 255, 1000, 1023, 1024};
   float *x = malloc(1024 * sizeof *x);
   int bad = 0;
   for (int trial = 0; trial < 200; trial++) {
@@ -639,6 +666,8 @@ static void test_block_sum_bits_per_isa(void) {
                         : nk_cpu_isa() == NK_ISA_AVX2 ? nk_reduce_block_f32_avx2(x, n)
                                                      : want;
       bad += memcmp(&want, &got, sizeof want) != 0;
+      const float spelled = block_order_reference(x, n);
+      bad += memcmp(&want, &spelled, sizeof want) != 0;
     }
   }
   CHECK(bad == 0);

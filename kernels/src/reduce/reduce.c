@@ -41,7 +41,7 @@
 #define RED_BLOCK 1024
 #define RED_CHUNK 65536
 #define RED_FEW_OUTPUTS 16
-#define RED_LANES NK_RED_LANES /* the lane folds below assume 16 (reduce_block.h) */
+#define RED_LANES NK_RED_LANES /* extremes, variances and float64 sums: their folds assume 16 */
 
 typedef enum rkind { K_SUM, K_PROD, K_MAX, K_MIN, K_ALL, K_ANY, K_COUNT, K_VAR } rkind;
 typedef enum rxform { T_ID, T_NAN0, T_ABS, T_SQ, T_POW, T_NZ } rxform;
@@ -149,20 +149,13 @@ NK_INLINE double xf_f64(rxform t, double x, double p) {
 
 /* ------------------------------------------------------------- sums of runs */
 
-/* Sum of n <= RED_BLOCK elements with RED_LANES independent accumulators
- * (s is a constant in the contiguous instantiation, so this vectorises). */
+/* Sum of n <= RED_BLOCK elements in reduce_block.h's order (s is a
+ * constant in the contiguous instantiation, so this vectorises). */
 NK_INLINE float block_f32(nrt_dtype dt, rxform t, const char *p, int64_t n, int64_t s, float pw) {
-  if (n < RED_LANES) { /* a short row: no lanes to set up and fold */
-    float r = 0;
-    for (int64_t i = 0; i < n; i++) r += xf_f32(t, nk_load_f32(dt, p + i * s), pw);
-    return r;
-  }
-  float acc[RED_LANES] = {0};
-  int64_t i = 0;
-  for (; i + RED_LANES <= n; i += RED_LANES)
-    for (int j = 0; j < RED_LANES; j++) acc[j] += xf_f32(t, nk_load_f32(dt, p + (i + j) * s), pw);
-  float r = nk_red_fold16_f32(acc);
-  for (; i < n; i++) r += xf_f32(t, nk_load_f32(dt, p + i * s), pw);
+  float r;
+#define NK_RED_XF_LOAD(i) xf_f32(t, nk_load_f32(dt, p + (i) * s), pw)
+  NK_RED_BLOCK_F32(n, NK_RED_XF_LOAD, r);
+#undef NK_RED_XF_LOAD
   return r;
 }
 
