@@ -388,7 +388,8 @@ static void wait_head(nrt_stream *s, uint64_t seq, int may_run);
  * held, and ran there at the next scheduler tick, 4 ms later, while the
  * synchronising thread sat idle on the other core (a 64^3 product
  * synchronised per call: p50 4.0 ms with a busy loop on one of 2 cores,
- * against 8 us on torch CPU).  Tasks [head, claimed) belong to one thread;
+ * against 8 us on torch CPU; 11 us with waiters running it).  Tasks
+ * [head, claimed) belong to one thread;
  * a claim is a CAS from claimed == head (nothing in flight), so stream
  * order holds: the worker takes all that is queued (its fused groups plan
  * over what it holds), a waiting thread one task at a time.  Where the
