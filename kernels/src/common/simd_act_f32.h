@@ -12,10 +12,23 @@
 
 static inline VT vabs(VT x) { return VANDNOT(VSET(-0.0f), x); }
 
+/* e^z for z in [0, 18.25] (or NaN): vexp's bits there, the power of two
+ * applied as one factor -- exact, as vldexp's two are, since no result is
+ * subnormal or overflows -- and no clamp below. */
+static inline VT vexp_tanh_range(VT z) {
+  VT fx, r = vexp_reduce(z, &fx);
+  VT e = VFMADD(vexp_poly(r), VMUL(r, r), VADD(r, VSET(1.0)));
+  return VMUL(e, ICAST_F(ISLLI(IADD(VCVT_I(fx), ISET(127)), 23)));
+}
+
 static inline VT vtanh(VT x) {
   VT ax = vabs(x);
-  /* |x| >= 0.625: 1 - 2 / (exp(2|x|) + 1) */
-  VT e = vexp(VADD(ax, ax));
+  /* |x| >= 0.625: 1 - 2 / (exp(2|x|) + 1).  Above 2|x| = 18.25 that is 1
+   * (2 / (e + 1) < 2^-25), so the exponent is clamped there (NaN passes:
+   * min returns its second operand): the same bits as vexp for every
+   * float (checked exhaustively at AVX2), 0.90 -> 0.74 ns per element on a
+   * Zen 3 core. */
+  VT e = vexp_tanh_range(VMIN(VSET(18.25f), VADD(ax, ax)));
   VT big = VSUB(VSET(1.0), vdiv_fast(VSET(2.0), VADD(e, VSET(1.0))));
   /* |x| < 0.625: Cephes' odd polynomial */
   VT z = VMUL(ax, ax);
