@@ -389,11 +389,11 @@ static void wait_head(nrt_stream *s, uint64_t seq, int may_run);
  * synchronising thread sat idle on the other core (a 64^3 product
  * synchronised per call: p50 4.0 ms with a busy loop on one of 2 cores,
  * against 8 us on torch CPU; 11 us with waiters running it).  Tasks
- * [head, claimed) belong to one thread;
- * a claim is a CAS from claimed == head (nothing in flight), so stream
- * order holds: the worker takes all that is queued (its fused groups plan
- * over what it holds), a waiting thread one task at a time.  Where the
- * worker lost the race it waits for that task like any waiter. */
+ * [head, claimed) belong to one thread; a claim is a CAS from claimed ==
+ * head (nothing in flight), so stream order holds: the worker takes all
+ * that is queued (its fused groups plan over what it holds), a waiting
+ * thread one task at a time.  Where the worker lost the race it waits for
+ * that task like any waiter. */
 static uint64_t worker_claim(nrt_stream *s, uint64_t h, uint64_t held) {
   uint64_t from = held > h ? held : h; /* extending its own claim, or a new one */
   const uint64_t to = atomic_load(&s->tail);
@@ -623,15 +623,19 @@ static int is_small(const nrt_task *t) {
  * wait_head). */
 static _Thread_local nrt_exec_ctx host_ctx;
 
+/* Runs a task of s on this host thread as the worker would: the device's
+ * numerics, not the host's, its failure kept on the stream. */
+static void run_on_host(nrt_stream *s, const nrt_task *t, uint64_t enqueue_ns, uint64_t correlation) {
+  host_ctx.stream = s;
+  const unsigned own_fp = nrt_fp_state_enter();
+  run_task(s, &host_ctx, t, enqueue_ns, correlation);
+  nrt_fp_state_leave(own_fp);
+}
+
 static int try_run_inline(nrt_stream *s, const nrt_task *t) {
   pthread_mutex_lock(&s->push_lock);
   int idle = atomic_load(&s->head) == atomic_load_explicit(&s->tail, memory_order_relaxed);
-  if (idle) {
-    host_ctx.stream = s;
-    const unsigned own_fp = nrt_fp_state_enter(); /* the worker's numerics, not the host's */
-    run_task(s, &host_ctx, t, 0, t->correlation ? t->correlation : nrt_trace_tls_correlation);
-    nrt_fp_state_leave(own_fp);
-  }
+  if (idle) run_on_host(s, t, 0, t->correlation ? t->correlation : nrt_trace_tls_correlation);
   pthread_mutex_unlock(&s->push_lock);
   return idle;
 }
@@ -667,14 +671,13 @@ static int host_may_run(const nrt_task *t) {
          t->kernel == NRT_KERNEL_EVENT_RECORD;
 }
 
-/* The head task, if no one holds it: claimed and run here, as the worker
- * would run it (the device's numerics, its failure kept on the stream; a
- * launch from inside it into this stream is the stream's own, as on the
- * worker).  1 if it ran. */
 static _Atomic int waiter_runs = 1;
 
 void nrt_testing_set_waiter_runs(int on) { atomic_store(&waiter_runs, on); }
 
+/* The head task, if no one holds it: claimed and run here, as the worker
+ * would run it (run_on_host; a launch from inside it into this stream is
+ * the stream's own, as on the worker).  1 if it ran. */
 static int run_head_here(nrt_stream *s, uint64_t seq) {
   uint64_t h = atomic_load(&s->head);
   if (h >= seq || !atomic_load_explicit(&waiter_runs, memory_order_relaxed) ||
@@ -684,10 +687,7 @@ static int run_head_here(nrt_stream *s, uint64_t seq) {
   if (!host_may_run(t) || !atomic_compare_exchange_strong(&s->claimed, &h, h + 1)) return 0;
   nrt_stream *const outer = own_stream;
   own_stream = s;
-  host_ctx.stream = s;
-  const unsigned own_fp = nrt_fp_state_enter();
-  run_task(s, &host_ctx, t, s->enqueue_ns[h % RING_TASKS], t->correlation);
-  nrt_fp_state_leave(own_fp);
+  run_on_host(s, t, s->enqueue_ns[h % RING_TASKS], t->correlation);
   own_stream = outer;
   finish_through(s, h);
   return 1;

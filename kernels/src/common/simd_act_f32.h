@@ -18,7 +18,7 @@ static inline VT vabs(VT x) { return VANDNOT(VSET(-0.0f), x); }
 static inline VT vexp_tanh_range(VT z) {
   VT fx, r = vexp_reduce(z, &fx);
   VT e = VFMADD(vexp_poly(r), VMUL(r, r), VADD(r, VSET(1.0)));
-  return VMUL(e, ICAST_F(ISLLI(IADD(VCVT_I(fx), ISET(127)), 23)));
+  return VMUL(e, vpow2_normal(fx));
 }
 
 static inline VT vtanh(VT x) {

@@ -83,11 +83,15 @@ static inline VT vexp2(VT x) {
  * one FMA; 2^n - 1 is exact for |n| <= 24 and beyond it the rounding is far
  * below the result's ulp.  -0 comes back as +0 (the caller fixes the sign
  * where it matters). */
+/* 2^n for integral n (as float) in [-126, 127]: built from its exponent
+ * bits, one factor (vldexp splits it in two for the subnormals). */
+static inline VT vpow2_normal(VT n) { return ICAST_F(ISLLI(IADD(VCVT_I(n), ISET(127)), 23)); }
+
 static inline VT vexpm1_core(VT x) {
   VT xc = VMIN(VSET(88.0f), VMAX(VSET(-30.0f), x)); /* n in [-43, 127] */
   VT fx, r = vexp_reduce(xc, &fx);
   VT em1r = VFMADD(vexp_poly(r), VMUL(r, r), r);
-  VT s = ICAST_F(ISLLI(IADD(VCVT_I(fx), ISET(127)), 23)); /* 2^n */
+  VT s = vpow2_normal(fx);
   return VFMADD(s, em1r, VSUB(s, VSET(1.0)));
 }
 

@@ -838,10 +838,11 @@ static void compute_range(void *arg, int64_t begin, int64_t end, int worker) {
   if (p->arch.end) p->arch.end();
 }
 
+#define MIN_BLOCK_ROWS 96 /* the shortest row block that gemm_one splits m into */
+
 /* One batch entry, all loops; `parallel` splits packing and the ic/jr work
  * over the pool (two regions per panel), otherwise everything runs here
  * with worker `worker`'s A buffer. */
-#define MIN_BLOCK_ROWS 96
 static void gemm_one(const gemm_plan *p, const gemm_buffers *buf, int64_t bi, int parallel,
                      int worker) {
   panel pn;
@@ -1284,34 +1285,33 @@ static int b_readable_in_place(const gemm_plan *p) {
  * place is k lines a power-of-two stride apart, which share a few L1
  * sets and come from L2 on every row tile.  So at AVX2 only a B within
  * half of L1 is read in place (64^3: 7.85 -> 7.50 us). */
-static int small_unpacked(const gemm_plan *p) {
+static int small_b(const gemm_plan *p) {
   const int64_t bytes = p->k * p->n * (int64_t)p->es, l1_share = caches().l1 / 2;
   if (nk_cpu_isa() < NK_ISA_AVX512 && bytes > l1_share) return 0;
-  return b_readable_in_place(p) && p->n % p->arch.nr == 0 && p->k <= p->kc &&
-         bytes <= caches().l2 / 2;
+  return p->k <= p->kc && bytes <= caches().l2 / 2;
 }
 
-/* Whether a product of few rows reads B in place whatever B's size.
- * Packing B costs a pass over K x N for every M rows of work, a quarter
- * of a 64 x 576 @ 576 x 3136 product on one core (the shape of a 64->64
- * 3x3 convolution at 56x56, and of 1x1 convolutions and linear layers of
- * few rows); read in place, each k step's sliver row comes from L2 (once
- * per row tile).  That holds while a sliver's k rows spread over L2's
- * sets: rows a multiple of 2 KiB apart share 1/32 of them or fewer and
- * come from L3 (96 x 512 @ 512 x 2048 unpacked: 165 -> 121 GFLOP/s).
- * Measured on Zen 3 (AVX2, 2 threads, paired): m 64: 143-153 -> 165-169
- * GFLOP/s; 96: 165 -> 177; 128: 161-164 -> 165-177; 8 x 1024 @ 1024 x
- * 4112: 56 -> 68.  From 192 rows packing costs little and the two were
- * level, and with a short k in place lost (120 x 120 @ 120 x 1920: 165 ->
- * 161, one thread 90 -> 82; 256 x 64 @ 64 x 3136: 170 -> 158). */
+/* Or few rows, whatever B's size.  Packing B costs a pass over K x N for
+ * every M rows of work, a quarter of a 64 x 576 @ 576 x 3136 product on
+ * one core (the shape of a 64->64 3x3 convolution at 56x56, and of 1x1
+ * convolutions and linear layers of few rows); read in place, each k
+ * step's sliver row comes from L2 (once per row tile).  That holds while a
+ * sliver's k rows spread over L2's sets: rows a multiple of 2 KiB apart
+ * share 1/32 of them or fewer and come from L3 (96 x 512 @ 512 x 2048 in
+ * place: 165 -> 121 GFLOP/s).  Measured on Zen 3 (AVX2, 2 threads,
+ * paired): m 64: 143-153 -> 165-169 GFLOP/s; 96: 165 -> 177; 128: 161-164
+ * -> 165-177; 8 x 1024 @ 1024 x 4112: 56 -> 68.  From 192 rows packing
+ * costs little and the two were level, and with a short k in place lost
+ * (120 x 120 @ 120 x 1920: 165 -> 161, one thread 90 -> 82; 256 x 64 @
+ * 64 x 3136: 170 -> 158). */
 #define UNPACKED_MAX_ROWS 128
 #define UNPACKED_MIN_K 256
-static int few_rows_unpacked(const gemm_plan *p) {
-  if (p->m > UNPACKED_MAX_ROWS || p->k < UNPACKED_MIN_K || !b_readable_in_place(p) ||
-      p->n % p->arch.nr)
-    return 0;
-  const int64_t stride = p->b.strides[1];
-  return stride % 2048 != 0;
+static int few_rows(const gemm_plan *p) {
+  return p->m <= UNPACKED_MAX_ROWS && p->k >= UNPACKED_MIN_K && p->b.strides[1] % 2048 != 0;
+}
+
+static int small_unpacked(const gemm_plan *p) {
+  return b_readable_in_place(p) && p->n % p->arch.nr == 0 && (small_b(p) || few_rows(p));
 }
 
 /* The operands with rows and columns exchanged: (batch, cols, rows). */
@@ -1403,8 +1403,7 @@ static int gemm_solve(nrt_exec_ctx *ctx, const nrt_operand ops[3], const nrt_ope
       plan.unpacked_b = 1;
     }
   }
-  const int plain_unpacked =
-      !plan.ind.b_rows && !plan.ind.b_cols && (small_unpacked(&plan) || few_rows_unpacked(&plan));
+  const int plain_unpacked = !plan.ind.b_rows && !plan.ind.b_cols && small_unpacked(&plan);
   const gemm_plan *p = &plan;
   if (p->batch == 0 || p->m == 0 || p->n == 0) return 0;
   if (p->k == 0) {
