@@ -133,8 +133,10 @@ static double ref_elem(int op, double a, double b, double c, double alpha) {
   }
 }
 
-/* One elementwise case: out slot 0 (or in place in slot 1), inputs from
- * slots 1..3; b is slot 2 or the scalar given by kind. */
+/* One elementwise case: out slot 0 (inplace 1: in place in slot 1; 2: in
+ * place, and the list operands b and c are slot 1's tensors too, as in
+ * _foreach_addcmul_(xs, xs, xs)), inputs from slots 1..3; b is slot 2 or
+ * the scalar given by kind. */
 static void run_elementwise(int op, nrt_dtype t, int b_list, int kind, int inplace) {
   nrt_dtype dt[NK_FOREACH_SLOTS] = {t, t, t, t, t, t};
   int shape3 = op == NK_FOREACH_ADDCMUL || op == NK_FOREACH_ADDCDIV || op == NK_FOREACH_LERP;
@@ -157,6 +159,13 @@ static void run_elementwise(int op, nrt_dtype t, int b_list, int kind, int inpla
       }
   if (inplace)
     for (int tt = 0; tt < NT; tt++) L.sets[tt].data[0] = L.sets[tt].data[1];
+  if (inplace == 2)
+    for (int k = 2; k < 4; k++)
+      for (int tt = 0; tt < NT; tt++)
+        if (mask >> k & 1u) {
+          L.sets[tt].data[k] = L.data[1][tt];
+          memcpy(in[k][tt], in[1][tt], (size_t)sizes_[tt] * 8);
+        }
   nk_foreach_params prm = {.sets = L.sets, .n_tensors = NT, .n_blocks = L.n_blocks, .op = op,
                            .b_is_list = b_list, .scalar_kind = kind, .alpha = -1.5,
                            .scalar = 0.3};
@@ -228,6 +237,11 @@ static void test_elementwise(void) {
       run_elementwise(NK_FOREACH_ROUND, t, 0, 0, inplace);
       run_elementwise(NK_FOREACH_POW, t, 0, NK_FOREACH_SCALAR_VALUE, inplace); /* x^2 */
     }
+    /* every operand one tensor: the kernel reads and writes it in place */
+    run_elementwise(NK_FOREACH_ADD, t, 1, 0, 2);
+    run_elementwise(NK_FOREACH_MAXIMUM, t, 1, 0, 2);
+    run_elementwise(NK_FOREACH_ADDCMUL, t, 1, NK_FOREACH_SCALAR_LIST, 2);
+    run_elementwise(NK_FOREACH_LERP, t, 2, 0, 2);
   }
 }
 

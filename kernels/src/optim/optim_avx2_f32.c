@@ -12,12 +12,12 @@
 
 #define OPT_SQRT_TILE_F
 #define OPT_SQRT_TILE_D
-static void sqrt_tile_f(int n, float *restrict r, const float *restrict a) {
+static void sqrt_tile_f(int n, float *r, const float *a) {
   int j = 0;
   for (; j + 8 <= n; j += 8) _mm256_storeu_ps(r + j, _mm256_sqrt_ps(_mm256_loadu_ps(a + j)));
   for (; j < n; j++) _mm_store_ss(r + j, _mm_sqrt_ss(_mm_load_ss(a + j)));
 }
-static void sqrt_tile_d(int n, double *restrict r, const double *restrict a) {
+static void sqrt_tile_d(int n, double *r, const double *a) {
   int j = 0;
   for (; j + 4 <= n; j += 4) _mm256_storeu_pd(r + j, _mm256_sqrt_pd(_mm256_loadu_pd(a + j)));
   for (; j < n; j++) _mm_store_sd(r + j, _mm_sqrt_sd(_mm_setzero_pd(), _mm_load_sd(a + j)));

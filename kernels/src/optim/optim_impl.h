@@ -76,18 +76,22 @@
 OPT_DEFINE_IO(float, f)
 OPT_DEFINE_IO(double, d)
 
+/* r may be a (fe_tile's rule) */
 #ifndef OPT_SQRT_TILE_F
-static void sqrt_tile_f(int n, float *restrict r, const float *restrict a) {
-  for (int j = 0; j < n; j++) r[j] = sqrtf(a[j]);
+static void sqrt_tile_f(int n, float *r, const float *a) {
+  _Pragma("GCC ivdep") for (int j = 0; j < n; j++) r[j] = sqrtf(a[j]);
 }
 #endif
 #ifndef OPT_SQRT_TILE_D
-static void sqrt_tile_d(int n, double *restrict r, const double *restrict a) {
-  for (int j = 0; j < n; j++) r[j] = sqrt(a[j]);
+static void sqrt_tile_d(int n, double *r, const double *a) {
+  _Pragma("GCC ivdep") for (int j = 0; j < n; j++) r[j] = sqrt(a[j]);
 }
 #endif
 
 /* ------------------------------------------------------------ the math, twice */
+
+/* an element-wise loop whose result may be written over an operand (optim_tile.h) */
+#define OPT_EACH(j) _Pragma("GCC ivdep") for (j = 0; j < n; j++)
 
 #define OPT_T float
 #define OPT_S(name) name##_f
@@ -200,31 +204,50 @@ OPT_DEFINE_REDUCE(double, d)
 
 /* ------------------------------------------------------------ foreach rows */
 
-#define OPT_DEFINE_FE_ROWS(T, SUF)                                                          \
+/* An operand in the compute type (float32 for the float build, float64 for
+ * the double one) is read where it lies, and the result is written where it
+ * goes; other dtypes are converted through local tiles.  Reading and
+ * writing in place took a foreach add over 25M float32s from 0.70x to
+ * ~1.0x torch CPU's on 2 Zen 3 cores (three tile copies per element fewer).
+ * The output is written directly unless a direct input overlaps it other
+ * than exactly (fe_tile's rule): such a launch computes into r first, so
+ * each tile reads its inputs before it stores, as the tile copies did. */
+#define OPT_DEFINE_FE_ROWS(T, SUF, NATIVE)                                                  \
+  static const T *src_tile_##SUF(nrt_dtype t, const char *base, int64_t i0, int n, T *buf) { \
+    if (t == NATIVE) return (const T *)(const void *)base + i0;                             \
+    load_tile_##SUF(t, base, i0, n, buf);                                                   \
+    return buf;                                                                             \
+  }                                                                                         \
+  /* x (n elements) is y itself, or apart from it */                                       \
+  static int same_or_apart_##SUF(const T *x, const T *y, int n) {                          \
+    return x == y || (uintptr_t)(x + n) <= (uintptr_t)y || (uintptr_t)(y + n) <= (uintptr_t)x; \
+  }                                                                                         \
   static void fe_rows_##SUF(const nk_opt_fe *p, const nk_tensor_set *set, double s,        \
                             int64_t lo, int64_t hi, double *partial) {                     \
-    T a[NK_OPT_TILE], b[NK_OPT_TILE], c[NK_OPT_TILE], r[NK_OPT_TILE];                     \
+    T ta[NK_OPT_TILE], tb[NK_OPT_TILE], tc[NK_OPT_TILE], r[NK_OPT_TILE];                  \
+    const T *a = ta, *b = tb, *c = tc;                                                      \
     const int op = p->op, shape = p->shape;                                                \
     const T alpha = (T)(shape == NK_OPT_SHAPE_ADDC || op == NK_FOREACH_UNSCALE ? s : p->alpha); \
     double acc = p->red_kind >= NK_OPT_RED_MAX_ABS ? -INFINITY : 0;                        \
     if (p->red_kind == NK_OPT_RED_MAX_ABS) acc = 0;                                        \
     int bad = 0;                                                                           \
+    /* a scalar operand: one tile holding it for the whole range */                        \
+    if (shape == NK_OPT_SHAPE_BINARY && !p->b_is_list) fill_tile_##SUF(NK_OPT_TILE, tb, (T)s); \
+    if (shape == NK_OPT_SHAPE_LERP && p->b_is_list != 2) fill_tile_##SUF(NK_OPT_TILE, tc, (T)s); \
     for (int64_t i = lo; i < hi; i += NK_OPT_TILE) {                                       \
       const int n = (int)(hi - i < NK_OPT_TILE ? hi - i : NK_OPT_TILE);                    \
-      if (shape != NK_OPT_SHAPE_NULLARY) load_tile_##SUF(p->dt[1], set->data[1], i, n, a); \
+      if (shape != NK_OPT_SHAPE_NULLARY) a = src_tile_##SUF(p->dt[1], set->data[1], i, n, ta); \
       switch (shape) {                                                                     \
       case NK_OPT_SHAPE_BINARY:                                                            \
-        if (p->b_is_list) load_tile_##SUF(p->dt[2], set->data[2], i, n, b);                \
-        else fill_tile_##SUF(n, b, (T)s);                                                  \
+        if (p->b_is_list) b = src_tile_##SUF(p->dt[2], set->data[2], i, n, tb);            \
         break;                                                                             \
       case NK_OPT_SHAPE_ADDC:                                                              \
-        load_tile_##SUF(p->dt[2], set->data[2], i, n, b);                                  \
-        load_tile_##SUF(p->dt[3], set->data[3], i, n, c);                                  \
+        b = src_tile_##SUF(p->dt[2], set->data[2], i, n, tb);                              \
+        c = src_tile_##SUF(p->dt[3], set->data[3], i, n, tc);                              \
         break;                                                                             \
       case NK_OPT_SHAPE_LERP:                                                              \
-        load_tile_##SUF(p->dt[2], set->data[2], i, n, b);                                  \
-        if (p->b_is_list == 2) load_tile_##SUF(p->dt[3], set->data[3], i, n, c);           \
-        else fill_tile_##SUF(n, c, (T)s);                                                  \
+        b = src_tile_##SUF(p->dt[2], set->data[2], i, n, tb);                              \
+        if (p->b_is_list == 2) c = src_tile_##SUF(p->dt[3], set->data[3], i, n, tc);       \
         break;                                                                             \
       case NK_OPT_SHAPE_REDUCE:                                                            \
         acc = reduce_tile_##SUF(p->red_kind, p->alpha, n, a, acc);                         \
@@ -232,15 +255,21 @@ OPT_DEFINE_REDUCE(double, d)
       default: break;                                                                      \
       }                                                                                    \
       if (op == NK_FOREACH_UNSCALE) bad |= nonfinite_tile_##SUF(n, a);                     \
-      fe_tile_##SUF(op, n, r, a, b, c, alpha);                                             \
-      store_tile_##SUF(p->dt[0], set->data[0], i, n, r);                                   \
+      T *out = p->dt[0] == NATIVE ? (T *)(void *)set->data[0] + i : NULL;                  \
+      if (out && same_or_apart_##SUF(a, out, n) &&                                         \
+          same_or_apart_##SUF(b, out, n) && same_or_apart_##SUF(c, out, n)) {             \
+        fe_tile_##SUF(op, n, out, a, b, c, alpha);                                         \
+      } else {                                                                             \
+        fe_tile_##SUF(op, n, r, a, b, c, alpha);                                           \
+        store_tile_##SUF(p->dt[0], set->data[0], i, n, r);                                 \
+      }                                                                                    \
     }                                                                                      \
     if (shape == NK_OPT_SHAPE_REDUCE) *partial = acc;                                      \
     if (op == NK_FOREACH_UNSCALE) *partial = bad;                                          \
   }
 
-OPT_DEFINE_FE_ROWS(float, f)
-OPT_DEFINE_FE_ROWS(double, d)
+OPT_DEFINE_FE_ROWS(float, f, NRT_FLOAT32)
+OPT_DEFINE_FE_ROWS(double, d, NRT_FLOAT64)
 
 void OPT_ISA(nk_opt_fe_rows)(const nk_opt_fe *p, const nk_tensor_set *set, double s, int64_t lo,
                              int64_t hi, double *partial) {

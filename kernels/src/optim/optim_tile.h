@@ -14,73 +14,78 @@
  * OPT_POW, OPT_FABS, OPT_FMA (a * b + c, fused where ATen's vectors are). */
 
 /* r <- op(a, b, c); b and c are tiles already holding the scalar where the
- * op takes one; alpha is add/sub's alpha or addcmul/addcdiv's value. */
-static void OPT_S(fe_tile)(int op, int n, OPT_T *restrict r, const OPT_T *restrict a,
-                           const OPT_T *restrict b, const OPT_T *restrict c, OPT_T alpha) {
+ * op takes one; alpha is add/sub's alpha or addcmul/addcdiv's value.  r may
+ * be a itself, or b or c (an in-place launch writes the tensor it reads);
+ * any other overlap is the caller's to avoid.  Each element is computed
+ * from its own index only, so no loop has a dependence between iterations
+ * and OPT_EACH says so to the vectoriser (#pragma GCC ivdep) instead of
+ * restrict. */
+static void OPT_S(fe_tile)(int op, int n, OPT_T *r, const OPT_T *a, const OPT_T *b,
+                           const OPT_T *c, OPT_T alpha) {
   int j;
   switch (op) {
-  case NK_FOREACH_ADD: for (j = 0; j < n; j++) r[j] = a[j] + alpha * b[j]; break;
-  case NK_FOREACH_SUB: for (j = 0; j < n; j++) r[j] = a[j] - alpha * b[j]; break;
-  case NK_FOREACH_MUL: for (j = 0; j < n; j++) r[j] = a[j] * b[j]; break;
-  case NK_FOREACH_DIV: for (j = 0; j < n; j++) r[j] = a[j] / b[j]; break;
+  case NK_FOREACH_ADD: OPT_EACH(j) r[j] = a[j] + alpha * b[j]; break;
+  case NK_FOREACH_SUB: OPT_EACH(j) r[j] = a[j] - alpha * b[j]; break;
+  case NK_FOREACH_MUL: OPT_EACH(j) r[j] = a[j] * b[j]; break;
+  case NK_FOREACH_DIV: OPT_EACH(j) r[j] = a[j] / b[j]; break;
   /* Both sides of a select are computed first: gcc will not evaluate a
    * floating-point operation only one side needs (it could trap), so a
    * ternary over arithmetic stays a scalar branch per element. */
   case NK_FOREACH_MAXIMUM: /* std::max, NaN from either side */
-    for (j = 0; j < n; j++) {
+    OPT_EACH(j) {
       const OPT_T nan_sum = a[j] + b[j], hi = a[j] < b[j] ? b[j] : a[j];
       r[j] = (a[j] != a[j] || b[j] != b[j]) ? nan_sum : hi;
     }
     break;
   case NK_FOREACH_MINIMUM:
-    for (j = 0; j < n; j++) {
+    OPT_EACH(j) {
       const OPT_T nan_sum = a[j] + b[j], lo = b[j] < a[j] ? b[j] : a[j];
       r[j] = (a[j] != a[j] || b[j] != b[j]) ? nan_sum : lo;
     }
     break;
-  case NK_FOREACH_POW: for (j = 0; j < n; j++) r[j] = OPT_POW(a[j], b[j]); break;
-  case NK_FOREACH_RPOW: for (j = 0; j < n; j++) r[j] = OPT_POW(b[j], a[j]); break;
-  case NK_OPT_POW_ONE: for (j = 0; j < n; j++) r[j] = 1; break;
-  case NK_OPT_POW_SQ: for (j = 0; j < n; j++) r[j] = a[j] * a[j]; break;
-  case NK_OPT_POW_CUBE: for (j = 0; j < n; j++) r[j] = a[j] * a[j] * a[j]; break;
-  case NK_OPT_POW_RECIP_SQ: for (j = 0; j < n; j++) r[j] = 1 / (a[j] * a[j]); break;
-  case NK_FOREACH_ADDCMUL: for (j = 0; j < n; j++) r[j] = a[j] + alpha * b[j] * c[j]; break;
-  case NK_FOREACH_ADDCDIV: for (j = 0; j < n; j++) r[j] = a[j] + alpha * b[j] / c[j]; break;
+  case NK_FOREACH_POW: OPT_EACH(j) r[j] = OPT_POW(a[j], b[j]); break;
+  case NK_FOREACH_RPOW: OPT_EACH(j) r[j] = OPT_POW(b[j], a[j]); break;
+  case NK_OPT_POW_ONE: OPT_EACH(j) r[j] = 1; break;
+  case NK_OPT_POW_SQ: OPT_EACH(j) r[j] = a[j] * a[j]; break;
+  case NK_OPT_POW_CUBE: OPT_EACH(j) r[j] = a[j] * a[j] * a[j]; break;
+  case NK_OPT_POW_RECIP_SQ: OPT_EACH(j) r[j] = 1 / (a[j] * a[j]); break;
+  case NK_FOREACH_ADDCMUL: OPT_EACH(j) r[j] = a[j] + alpha * b[j] * c[j]; break;
+  case NK_FOREACH_ADDCDIV: OPT_EACH(j) r[j] = a[j] + alpha * b[j] / c[j]; break;
   case NK_FOREACH_LERP: /* ATen's lerp: from the nearer end (both computed, see above) */
-    for (j = 0; j < n; j++) {
+    OPT_EACH(j) {
       const OPT_T d = b[j] - a[j], from_a = a[j] + c[j] * d, from_b = b[j] - d * ((OPT_T)1 - c[j]);
       r[j] = OPT_FABS(c[j]) < (OPT_T)0.5 ? from_a : from_b;
     }
     break;
-  case NK_FOREACH_COPY: for (j = 0; j < n; j++) r[j] = a[j]; break;
-  case NK_FOREACH_ZERO: for (j = 0; j < n; j++) r[j] = 0; break;
-  case NK_FOREACH_NEG: for (j = 0; j < n; j++) r[j] = -a[j]; break;
-  case NK_FOREACH_ABS: for (j = 0; j < n; j++) r[j] = OPT_FABS(a[j]); break;
+  case NK_FOREACH_COPY: OPT_EACH(j) r[j] = a[j]; break;
+  case NK_FOREACH_ZERO: OPT_EACH(j) r[j] = 0; break;
+  case NK_FOREACH_NEG: OPT_EACH(j) r[j] = -a[j]; break;
+  case NK_FOREACH_ABS: OPT_EACH(j) r[j] = OPT_FABS(a[j]); break;
   case NK_FOREACH_SQRT: OPT_S(sqrt_tile)(n, r, a); break;
   case NK_FOREACH_RSQRT:
     OPT_S(sqrt_tile)(n, r, a);
-    for (j = 0; j < n; j++) r[j] = 1 / r[j];
+    OPT_EACH(j) r[j] = 1 / r[j];
     break;
-  case NK_FOREACH_EXP: for (j = 0; j < n; j++) r[j] = OPT_EXP(a[j]); break;
-  case NK_FOREACH_EXPM1: for (j = 0; j < n; j++) r[j] = OPT_EXPM1(a[j]); break;
-  case NK_FOREACH_LOG: for (j = 0; j < n; j++) r[j] = OPT_LOG(a[j]); break;
-  case NK_FOREACH_LOG1P: for (j = 0; j < n; j++) r[j] = OPT_LOG1P(a[j]); break;
-  case NK_FOREACH_LOG2: for (j = 0; j < n; j++) r[j] = OPT_LOG2(a[j]); break;
-  case NK_FOREACH_LOG10: for (j = 0; j < n; j++) r[j] = OPT_LOG10(a[j]); break;
-  case NK_FOREACH_RECIPROCAL: for (j = 0; j < n; j++) r[j] = 1 / a[j]; break;
-  case NK_FOREACH_SIGN: for (j = 0; j < n; j++) r[j] = (OPT_T)((0 < a[j]) - (a[j] < 0)); break;
-  case NK_FOREACH_SIGMOID: for (j = 0; j < n; j++) r[j] = 1 / (1 + OPT_EXP(-a[j])); break;
-  case NK_FOREACH_TANH: for (j = 0; j < n; j++) r[j] = OPT_TANH(a[j]); break;
-  case NK_FOREACH_SIN: for (j = 0; j < n; j++) r[j] = OPT_SIN(a[j]); break;
-  case NK_FOREACH_COS: for (j = 0; j < n; j++) r[j] = OPT_COS(a[j]); break;
-  case NK_FOREACH_CEIL: for (j = 0; j < n; j++) r[j] = OPT_CEIL(a[j]); break;
-  case NK_FOREACH_FLOOR: for (j = 0; j < n; j++) r[j] = OPT_FLOOR(a[j]); break;
-  case NK_FOREACH_ROUND: for (j = 0; j < n; j++) r[j] = OPT_RINT(a[j]); break;
-  case NK_FOREACH_TRUNC: for (j = 0; j < n; j++) r[j] = OPT_TRUNC(a[j]); break;
-  case NK_FOREACH_FRAC: for (j = 0; j < n; j++) r[j] = a[j] - OPT_TRUNC(a[j]); break;
-  case NK_FOREACH_ERF: for (j = 0; j < n; j++) r[j] = OPT_ERF(a[j]); break;
-  case NK_FOREACH_ERFC: for (j = 0; j < n; j++) r[j] = OPT_ERFC(a[j]); break;
-  case NK_FOREACH_UNSCALE: for (j = 0; j < n; j++) r[j] = a[j] * alpha; break;
+  case NK_FOREACH_EXP: OPT_EACH(j) r[j] = OPT_EXP(a[j]); break;
+  case NK_FOREACH_EXPM1: OPT_EACH(j) r[j] = OPT_EXPM1(a[j]); break;
+  case NK_FOREACH_LOG: OPT_EACH(j) r[j] = OPT_LOG(a[j]); break;
+  case NK_FOREACH_LOG1P: OPT_EACH(j) r[j] = OPT_LOG1P(a[j]); break;
+  case NK_FOREACH_LOG2: OPT_EACH(j) r[j] = OPT_LOG2(a[j]); break;
+  case NK_FOREACH_LOG10: OPT_EACH(j) r[j] = OPT_LOG10(a[j]); break;
+  case NK_FOREACH_RECIPROCAL: OPT_EACH(j) r[j] = 1 / a[j]; break;
+  case NK_FOREACH_SIGN: OPT_EACH(j) r[j] = (OPT_T)((0 < a[j]) - (a[j] < 0)); break;
+  case NK_FOREACH_SIGMOID: OPT_EACH(j) r[j] = 1 / (1 + OPT_EXP(-a[j])); break;
+  case NK_FOREACH_TANH: OPT_EACH(j) r[j] = OPT_TANH(a[j]); break;
+  case NK_FOREACH_SIN: OPT_EACH(j) r[j] = OPT_SIN(a[j]); break;
+  case NK_FOREACH_COS: OPT_EACH(j) r[j] = OPT_COS(a[j]); break;
+  case NK_FOREACH_CEIL: OPT_EACH(j) r[j] = OPT_CEIL(a[j]); break;
+  case NK_FOREACH_FLOOR: OPT_EACH(j) r[j] = OPT_FLOOR(a[j]); break;
+  case NK_FOREACH_ROUND: OPT_EACH(j) r[j] = OPT_RINT(a[j]); break;
+  case NK_FOREACH_TRUNC: OPT_EACH(j) r[j] = OPT_TRUNC(a[j]); break;
+  case NK_FOREACH_FRAC: OPT_EACH(j) r[j] = a[j] - OPT_TRUNC(a[j]); break;
+  case NK_FOREACH_ERF: OPT_EACH(j) r[j] = OPT_ERF(a[j]); break;
+  case NK_FOREACH_ERFC: OPT_EACH(j) r[j] = OPT_ERFC(a[j]); break;
+  case NK_FOREACH_UNSCALE: OPT_EACH(j) r[j] = a[j] * alpha; break;
   default: break; /* validated by the caller */
   }
 }
