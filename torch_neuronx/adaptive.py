@@ -109,8 +109,9 @@ def adaptive_eager_stats() -> Dict[str, int]:
     ``bytes_streamed`` (large outputs written past the cache with
     non-temporal stores: row mode's staged rows, compiled code's aligned
     vectors), ``groups_compiled`` (groups run by their compiled loop),
-    ``group_builds`` (group libraries the C compiler built) and
-    ``group_build_failures``."""
+    ``group_builds`` (group libraries the C compiler built),
+    ``group_build_failures`` and ``groups_multi_tensor`` (of ``groups``,
+    runs of foreach ops over the same lists: an optimizer's step)."""
     return dict(_C._fusion_stats())
 
 

@@ -269,10 +269,47 @@ typedef enum nrt_fuse_kind {
    * row, whatever whole rows the kernel is run on.  The planner takes it
    * when its reduced dims are the innermost ones and a row fits a tile. */
   NRT_FUSE_REDUCTION = 2,
+  /* A multi-tensor task (a foreach op): one elementwise op over rows, row r
+   * a run of numel(r) elements in each of its operands.  It joins a group
+   * of such tasks with the same rows (fusion_multi.c), described and run
+   * through the kernel's nrt_multi_fns. */
+  NRT_FUSE_MULTI = 3,
 } nrt_fuse_kind;
 typedef nrt_fuse_kind (*nrt_fuse_classify_fn)(const nrt_task *task);
 /* Declares kernel id's tasks fusible when fn says so (NULL: never). */
 nrt_status nrt_kernel_set_fusion(uint32_t id, nrt_fuse_classify_fn fn);
+
+/* How a kernel describes and runs its NRT_FUSE_MULTI tasks.  The contract:
+ *  - prepare checks the task as the kernel would (descriptor, parameters,
+ *    table; a failure is left for the task to raise on its own) and fills
+ *    `state` (state_bytes, 16-byte aligned); it may read the task's device
+ *    scalars, which the group guarantees nothing before it writes;
+ *  - rows / row describe a prepared task: row r's element count, and the
+ *    bytes each operand touches in that row (first byte, length, written
+ *    or read; a device scalar the task reads is one of them, in each row),
+ *    NRT_MULTI_MAX_OPERANDS at most;
+ *  - run applies the op to elements [lo, hi) of row r, where lo is a
+ *    multiple of `chunk` and hi is lo + chunk or the row's end, and gives
+ *    each element the bits the whole task gives it; it cannot fail;
+ *  - elements: the task's element count or an upper bound, from the
+ *    parameters alone (the worker's look-ahead reads nothing else). */
+#define NRT_MULTI_MAX_OPERANDS 5
+typedef struct nrt_multi_operand {
+  const char *data;
+  int64_t bytes;
+  bool written;
+} nrt_multi_operand;
+typedef struct nrt_multi_fns {
+  size_t state_bytes;
+  int64_t chunk;
+  int (*prepare)(const nrt_task *task, nrt_exec_ctx *ctx, void *state);
+  int64_t (*rows)(const void *state);
+  int64_t (*row)(const void *state, int64_t r, nrt_multi_operand *ops, int *n_ops);
+  void (*run)(const void *state, int64_t r, int64_t lo, int64_t hi);
+  int64_t (*elements)(const nrt_task *task);
+} nrt_multi_fns;
+/* Declares how kernel id runs its NRT_FUSE_MULTI tasks (fns lives forever). */
+nrt_status nrt_kernel_set_multi(uint32_t id, const nrt_multi_fns *fns);
 
 /* A fusible task's row routine, captured once per group so that the
  * executor can run short rows (a few KiB, in L1) without a kernel call per
@@ -356,6 +393,7 @@ typedef struct nrt_fusion_stats {
   uint64_t group_builds;      /* group libraries built by the compiler    */
   uint64_t group_build_failures; /* builds that failed (those groups keep
                                     their captured loops)                  */
+  uint64_t groups_multi_tensor; /* of groups: multi-tensor (foreach) groups */
 } nrt_fusion_stats;
 void nrt_fusion_stats_get(nrt_fusion_stats *out);
 void nrt_fusion_stats_reset(void);

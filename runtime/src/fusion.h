@@ -191,6 +191,23 @@ bool nrt_fusion_plan(fuse_group *g, nrt_exec_ctx *ctx, const nrt_task *ring, uns
  * wrote is read from b on.  Returns how many. */
 int nrt_fusion_chain_ends(const fuse_group *g, int members, int *end);
 
+/* fusion_multi.c: groups of multi-tensor tasks (NRT_FUSE_MULTI), run when
+ * the head task is one; same return as nrt_fusion_run. */
+typedef struct fuse_multi fuse_multi;
+uint64_t nrt_fusion_multi_run(fuse_multi **state, nrt_exec_ctx *ctx, nrt_stream *s,
+                              const nrt_task *ring, unsigned ring_size, uint64_t head,
+                              uint64_t queued);
+
+/* fusion_exec.c, for both kinds of group: "fused[a|b|c]" from the members'
+ * names; a group's counters and trace records (start: its start time when
+ * tracing, bytes: stores it skipped); a verified group, a multi-tensor
+ * group counted. */
+void nrt_fusion_name(const nrt_task *const *members, int n, char *out, size_t cap);
+void nrt_fusion_group_done(nrt_stream *s, const nrt_task *const *members, int n, uint64_t start,
+                           bool failed, uint64_t bytes);
+void nrt_fusion_count_verified(void);
+void nrt_fusion_count_multi(void);
+
 /* fusion_plan.c: tile t's first element (idx, one per dim) and its
  * length along the split dim (the group's numel when it is one tile). */
 int64_t nrt_fusion_tile_origin(const fuse_group *g, int64_t t, int64_t *idx);

@@ -31,11 +31,14 @@ struct nrt_fusion {
   size_t slot_offset[FUSE_MAX_SCRATCH + 1];
   size_t stage_offset; /* the staging rows, after the scratch slots */
   atomic_int failed_member; /* the first member whose kernel failed, or -1 */
+  fuse_multi *multi;        /* the multi-tensor groups' planner (fusion_multi.c) */
   char message[512];
 };
 
 static _Atomic uint64_t stat_groups, stat_tasks, stat_bytes, stat_verified, stat_rows, stat_streamed,
-    stat_long_rows, stat_compiled;
+    stat_long_rows, stat_compiled, stat_multi;
+
+void nrt_fusion_count_multi(void) { atomic_fetch_add(&stat_multi, 1); }
 
 void nrt_fusion_stats_get(nrt_fusion_stats *out) {
   out->groups = atomic_load(&stat_groups);
@@ -45,6 +48,7 @@ void nrt_fusion_stats_get(nrt_fusion_stats *out) {
   out->groups_in_rows = atomic_load(&stat_rows);
   out->bytes_streamed = atomic_load(&stat_streamed);
   out->groups_in_long_rows = atomic_load(&stat_long_rows);
+  out->groups_multi_tensor = atomic_load(&stat_multi);
   out->groups_compiled = atomic_load(&stat_compiled);
   nrt_fusion_jit_stats(&out->group_builds, &out->group_build_failures);
 }
@@ -58,6 +62,7 @@ void nrt_fusion_stats_reset(void) {
   atomic_store(&stat_long_rows, 0);
   atomic_store(&stat_streamed, 0);
   atomic_store(&stat_compiled, 0);
+  atomic_store(&stat_multi, 0);
   nrt_fusion_jit_stats_reset();
 }
 
@@ -254,6 +259,8 @@ static int add_span(span *sp, int n, const char *lo, const char *hi, const char 
 
 static void group_name(const fuse_group *g, char *out, size_t cap);
 
+void nrt_fusion_count_verified(void) { atomic_fetch_add(&stat_verified, 1); }
+
 /* Runs the group fused, keeps what it stored, puts memory back, runs the
  * same tasks unfused and compares every byte both stored.  Memory is left
  * as unfused execution left it. */
@@ -306,20 +313,26 @@ static void run_verified(nrt_fusion *st, nrt_exec_ctx *ctx, nrt_stream *s) {
     free(sp[i].before);
     free(sp[i].fused);
   }
-  atomic_fetch_add(&stat_verified, 1);
+  nrt_fusion_count_verified();
 }
 
 /* ------------------------------------------------------------ names */
 
 /* "fused[aten::mul|aten::add|aten::sigmoid]" */
-static void group_name(const fuse_group *g, char *out, size_t cap) {
+void nrt_fusion_name(const nrt_task *const *members, int n, char *out, size_t cap) {
   size_t len = (size_t)snprintf(out, cap, "fused[");
-  for (int i = 0; i < g->n_members && len < cap; i++) {
-    const char *name = g->members[i].task->name ? g->members[i].task->name : "?";
+  for (int i = 0; i < n && len < cap; i++) {
+    const char *name = members[i]->name ? members[i]->name : "?";
     len += (size_t)snprintf(out + len, cap - len, "%s%s", i ? "|" : "", name);
   }
   if (len < cap) snprintf(out + len, cap - len, "]");
   else if (cap > 5) memcpy(out + cap - 5, "...]", 5);
+}
+
+static void group_name(const fuse_group *g, char *out, size_t cap) {
+  const nrt_task *members[FUSE_MAX_MEMBERS];
+  for (int i = 0; i < g->n_members; i++) members[i] = g->members[i].task;
+  nrt_fusion_name(members, g->n_members, out, cap);
 }
 
 /* Trace records hold static names: each distinct group name is kept once,
@@ -359,11 +372,38 @@ static nrt_fusion *fusion_new(void) {
   return st;
 }
 
+void nrt_fusion_group_done(nrt_stream *s, const nrt_task *const *members, int n, uint64_t start,
+                           bool failed, uint64_t bytes) {
+  atomic_fetch_add(&stat_groups, 1);
+  atomic_fetch_add(&stat_tasks, (uint64_t)n);
+  atomic_fetch_add(&stat_bytes, bytes);
+  if (!start) return;
+  char name[1024];
+  nrt_fusion_name(members, n, name, sizeof name);
+  nrt_trace_record r = {.name = intern(name), .correlation = members[0]->correlation,
+                        .kernel = NRT_KERNEL_FUSED, .device = nrt_stream_device(s),
+                        .stream = nrt_stream_id(s), .enqueue_ns = start, .start_ns = start,
+                        .end_ns = nrt_now_ns(), .failed = failed};
+  nrt_trace_add(&r);
+  /* the other members' ops keep their link to the device (the group's
+   * time stays on the first: these take none) */
+  for (int i = 1; i < n; i++) {
+    nrt_trace_record m = {.name = members[i]->name, .correlation = members[i]->correlation,
+                          .kernel = NRT_KERNEL_FUSED_MEMBER, .device = r.device,
+                          .stream = r.stream, .enqueue_ns = start, .start_ns = start,
+                          .end_ns = start};
+    nrt_trace_add(&m);
+  }
+}
+
 uint64_t nrt_fusion_run(nrt_fusion **state, nrt_exec_ctx *ctx, nrt_stream *s, const nrt_task *ring,
                         unsigned ring_size, uint64_t head, uint64_t queued) {
   if (queued < 2) return 0;
   if (!*state && !(*state = fusion_new())) return 0;
   nrt_fusion *st = *state;
+  nrt_fuse_classify_fn classify = nrt_kernel_fusion_of(ring[head % ring_size].kernel);
+  if (classify && classify(&ring[head % ring_size]) == NRT_FUSE_MULTI)
+    return nrt_fusion_multi_run(&st->multi, ctx, s, ring, ring_size, head, queued);
   fuse_group *g = &st->g;
   if (!nrt_fusion_plan(g, ctx, ring, ring_size, head, queued)) return 0;
   for (int w = 0; w < st->n_workers; w++) st->workers[w].ctx.stream = s;
@@ -371,14 +411,12 @@ uint64_t nrt_fusion_run(nrt_fusion **state, nrt_exec_ctx *ctx, nrt_stream *s, co
   st->rows = capture_rows(st, ctx);
   if (!st->rows || !nrt_fusion_jit_prepare(g, st->entries, &st->jit, st->source, sizeof st->source))
     st->jit.ready = false;
-  const int tracing = nrt_trace_enabled();
-  const uint64_t start = tracing ? nrt_now_ns() : 0;
+  const uint64_t start = nrt_trace_enabled() ? nrt_now_ns() : 0;
   if (nrt_adaptive_mode() == NRT_ADAPTIVE_VERIFY) run_verified(st, ctx, s);
   else run_fused(st, ctx, s);
   uint64_t saved = 0;
   for (int v = 0; v < g->n_versions; v++)
     if (g->versions[v].scratch >= 0) saved += (uint64_t)g->numel * g->versions[v].esize;
-  atomic_fetch_add(&stat_groups, 1);
   if (st->rows) {
     atomic_fetch_add(&stat_rows, 1);
     if (g->row > FUSE_ROW_ELEMENTS) atomic_fetch_add(&stat_long_rows, 1);
@@ -389,27 +427,9 @@ uint64_t nrt_fusion_run(nrt_fusion **state, nrt_exec_ctx *ctx, nrt_stream *s, co
     for (int s = 0; s < g->n_stage && !st->jit.ready; s++)
       atomic_fetch_add(&stat_streamed, (uint64_t)g->numel * g->versions[g->stage_version[s]].esize);
   }
-  atomic_fetch_add(&stat_tasks, (uint64_t)g->n_members);
-  atomic_fetch_add(&stat_bytes, saved);
-  if (tracing) {
-    char name[1024];
-    group_name(g, name, sizeof name);
-    const nrt_task *first = g->members[0].task;
-    nrt_trace_record r = {.name = intern(name), .correlation = first->correlation,
-                          .kernel = NRT_KERNEL_FUSED, .device = nrt_stream_device(s),
-                          .stream = nrt_stream_id(s), .enqueue_ns = start, .start_ns = start,
-                          .end_ns = nrt_now_ns(), .failed = atomic_load(&st->failed_member) >= 0};
-    nrt_trace_add(&r);
-    /* the other members' ops keep their link to the device (the group's
-     * time stays on the first: these take none) */
-    for (int i = 1; i < g->n_members; i++) {
-      const nrt_task *t = g->members[i].task;
-      nrt_trace_record m = {.name = t->name, .correlation = t->correlation,
-                            .kernel = NRT_KERNEL_FUSED_MEMBER, .device = r.device,
-                            .stream = r.stream, .enqueue_ns = start, .start_ns = start,
-                            .end_ns = start};
-      nrt_trace_add(&m);
-    }
-  }
+  const nrt_task *members[FUSE_MAX_MEMBERS];
+  for (int i = 0; i < g->n_members; i++) members[i] = g->members[i].task;
+  nrt_fusion_group_done(s, members, g->n_members, start, atomic_load(&st->failed_member) >= 0,
+                        saved);
   return (uint64_t)g->n_items;
 }

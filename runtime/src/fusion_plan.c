@@ -135,6 +135,7 @@ static nrt_fuse_kind classify(const nrt_task *t) {
   nrt_fuse_classify_fn fn = nrt_kernel_fusion_of(t->kernel);
   if (!fn || t->n_operands < 1 || t->n_operands > NRT_MAX_OPERANDS) return NRT_FUSE_NONE;
   const nrt_fuse_kind kind = fn(t);
+  if (kind == NRT_FUSE_MULTI) return NRT_FUSE_NONE; /* fusion_multi.c's groups */
   return kind == NRT_FUSE_REDUCTION && t->n_operands != 2 ? NRT_FUSE_NONE : kind;
 }
 

@@ -136,6 +136,7 @@ void nrt_exec_ctx_release(nrt_exec_ctx *ctx);
 void nrt_stream_record_failure(nrt_stream *s, const char *task_name, const char *message);
 nrt_kernel_fn nrt_kernel_fn_of(uint32_t id);
 nrt_fuse_classify_fn nrt_kernel_fusion_of(uint32_t id);
+const nrt_multi_fns *nrt_kernel_multi_of(uint32_t id);
 nrt_row_capture_fn nrt_kernel_row_capture_of(uint32_t id);
 /* 1 if the worker should plan fused groups now (mode on, not blocking). */
 int nrt_adaptive_active(void);

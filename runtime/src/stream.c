@@ -51,6 +51,7 @@
 
 static _Atomic(nrt_kernel_fn) kernel_table[NRT_KERNEL_MAX];
 static _Atomic(nrt_fuse_classify_fn) fusion_table[NRT_KERNEL_MAX]; /* adaptive eager */
+static const nrt_multi_fns *_Atomic multi_table[NRT_KERNEL_MAX];
 static _Atomic(nrt_row_capture_fn) row_capture_table[NRT_KERNEL_MAX];
 static const char *kernel_names[NRT_KERNEL_MAX];
 static pthread_mutex_t kernel_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -85,6 +86,16 @@ nrt_status nrt_kernel_set_fusion(uint32_t id, nrt_fuse_classify_fn fn) {
   nrt_status st = check_user_id(id);
   if (st == NRT_SUCCESS) atomic_store(&fusion_table[id], fn);
   return st;
+}
+
+nrt_status nrt_kernel_set_multi(uint32_t id, const nrt_multi_fns *fns) {
+  nrt_status st = check_user_id(id);
+  if (st == NRT_SUCCESS) atomic_store(&multi_table[id], fns);
+  return st;
+}
+
+const nrt_multi_fns *nrt_kernel_multi_of(uint32_t id) {
+  return id < NRT_KERNEL_MAX ? atomic_load(&multi_table[id]) : NULL;
 }
 
 nrt_status nrt_kernel_set_row_capture(uint32_t id, nrt_row_capture_fn fn) {
@@ -316,18 +327,32 @@ static void wait_for_work(nrt_stream *s, uint64_t h) {
 #define FUSE_LOOKAHEAD_MIN_ELEMENTS (1 << 20) /* a millisecond-scale task: the wait is small beside it */
 #define FUSE_LOOKAHEAD_GAP_NS 100000u        /* Python issues an op in 10-50 us */
 #define FUSE_LOOKAHEAD_MAX_NS 1000000u
+/* Multi-tensor (foreach) heads: an optimizer issues its foreach ops 100-150
+ * us apart (a list of 100 tensors each), with ~0.8 ms of Python between
+ * AdamW's two halves (its bias-correction lists); each op is milliseconds
+ * of device work over a model's parameters. */
+#define FUSE_LOOKAHEAD_MULTI_GAP_NS 1000000u
+#define FUSE_LOOKAHEAD_MULTI_MAX_NS 3000000u
 #define FUSE_LOOKAHEAD_DEPTH 128u            /* tasks: two groups' worth of members */
 
 static void await_chain(nrt_stream *s, uint64_t h) {
   const nrt_task *t = &s->ring[h % RING_TASKS];
-  if (nrt_operand_numel(&t->operands[0]) < FUSE_LOOKAHEAD_MIN_ELEMENTS) return;
+  /* a multi-tensor task (a foreach op): its table's release, an event
+   * record, follows each one and joins its group (fusion_multi.c) */
+  const nrt_multi_fns *multi = nrt_kernel_multi_of(t->kernel);
+  const nrt_fuse_classify_fn classify = nrt_kernel_fusion_of(t->kernel);
+  if (multi && (!classify || classify(t) != NRT_FUSE_MULTI)) multi = NULL;
+  const int64_t elements = multi ? multi->elements(t) : nrt_operand_numel(&t->operands[0]);
+  if (elements < FUSE_LOOKAHEAD_MIN_ELEMENTS) return;
+  const uint64_t gap = multi ? FUSE_LOOKAHEAD_MULTI_GAP_NS : FUSE_LOOKAHEAD_GAP_NS;
+  const uint64_t most = multi ? FUSE_LOOKAHEAD_MULTI_MAX_NS : FUSE_LOOKAHEAD_MAX_NS;
   uint64_t seen = atomic_load(&s->tail);
   const uint64_t start = nrt_now_ns();
   uint64_t last = start;
   while (seen - h < FUSE_LOOKAHEAD_DEPTH && !atomic_load(&s->waiters) &&
          !atomic_load(&s->space_waiters)) {
     const uint32_t newest = s->ring[(seen - 1) % RING_TASKS].kernel;
-    if (newest != NRT_KERNEL_HINT_FREE &&
+    if (newest != NRT_KERNEL_HINT_FREE && !(multi && newest == NRT_KERNEL_EVENT_RECORD) &&
         (newest < NRT_KERNEL_FIRST_USER || !nrt_kernel_fusion_of(newest)))
       return;
     nrt_spin_yield();
@@ -335,10 +360,10 @@ static void await_chain(nrt_stream *s, uint64_t h) {
     if (tail != seen) {
       seen = tail;
       last = now;
-    } else if (now - last > FUSE_LOOKAHEAD_GAP_NS) {
+    } else if (now - last > gap) {
       return;
     }
-    if (now - start > FUSE_LOOKAHEAD_MAX_NS) return;
+    if (now - start > most) return;
   }
 }
 

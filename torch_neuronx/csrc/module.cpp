@@ -134,6 +134,7 @@ PYBIND11_MODULE(_C, m) {
     d["groups_compiled"] = st.groups_compiled;
     d["group_builds"] = st.group_builds;
     d["group_build_failures"] = st.group_build_failures;
+    d["groups_multi_tensor"] = st.groups_multi_tensor;
     return d;
   });
   // Compiled groups (runtime/src/fusion_jit.c): where the kernel headers

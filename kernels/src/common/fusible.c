@@ -12,7 +12,8 @@
  * refuses is left to fail on its own.
  *
  * A reduction joins as a group's sink (NRT_FUSE_REDUCTION, reduce.c says
- * when).  Not here, on purpose: random (draws by position in the whole
+ * when), and foreach ops form multi-tensor groups of their own
+ * (NRT_FUSE_MULTI: optim.c's nk_foreach_multi).  Not here, on purpose: random (draws by position in the whole
  * task), scans, indexing, GEMM and the like (not elementwise),
  * integer division and remainder (a zero divisor fails the task), and the
  * multi-output tail ops (frexp). */
@@ -58,6 +59,7 @@ static const struct {
     {NK_KERNEL_UNARY, elementwise, nk_unary_kernel, nk_unary_row_expr},
     {NK_KERNEL_UNARY_BACKWARD, elementwise, nk_unary_backward_kernel, NULL},
     {NK_KERNEL_REDUCE, nk_reduce_fusion, NULL, NULL}, /* a group's last member, on whole rows */
+    {NK_KERNEL_FOREACH, nk_foreach_fusion, NULL, NULL}, /* multi-tensor groups (nk_foreach_multi) */
 };
 #define N_FUSIBLE (sizeof fusible / sizeof fusible[0])
 
@@ -109,5 +111,5 @@ nrt_status nk_register_fusion(void) {
     if (s == NRT_SUCCESS && fusible[i].rows) s = nrt_kernel_set_row_capture(fusible[i].id, capture);
     if (s != NRT_SUCCESS) return s;
   }
-  return NRT_SUCCESS;
+  return nrt_kernel_set_multi(NK_KERNEL_FOREACH, &nk_foreach_multi);
 }

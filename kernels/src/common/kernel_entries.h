@@ -9,6 +9,8 @@ int nk_fill_kernel(const nrt_task *task, nrt_exec_ctx *ctx);
 /* fusible.c: tells the runtime which kernels adaptive eager may tile */
 nrt_status nk_register_fusion(void);
 nrt_fuse_kind nk_reduce_fusion(const nrt_task *task); /* reduce.c */
+nrt_fuse_kind nk_foreach_fusion(const nrt_task *task);      /* optim.c */
+extern const nrt_multi_fns nk_foreach_multi;               /* optim.c */
 /* a captured row routine as an expression, for compiled groups (nrt_row_expr) */
 bool nk_binary_row_expr(const nrt_row_entry *entry, nrt_row_expr *expr);
 bool nk_unary_row_expr(const nrt_row_entry *entry, nrt_row_expr *expr);

@@ -23,12 +23,16 @@
  *     whatever the thread count.  Reductions (norms, max, found_inf) keep a
  *     partial per block in the table's scratch and combine them in block
  *     order afterwards: deterministic.
- *   - A block is processed in tiles of NK_OPT_TILE elements: load every
- *     operand tile into local arrays (converting float16/bfloat16 to float32,
- *     ATen's opmath), run the op as simple loops over the tiles, round and
- *     store.  The loops vectorise without aliasing worries (in-place ops read
- *     and write memory only in the load and store loops), the op switch runs
- *     once per tile, not per element, and no dtype x op template explosion.
+ *   - A block is processed in tiles of NK_OPT_TILE elements: operands in
+ *     the compute type are used where they lie, others are loaded into local
+ *     arrays (float16/bfloat16 widened to float32, ATen's opmath); the op
+ *     runs as simple loops over the tiles (element-wise, so an in-place
+ *     launch may write where it reads), then a converted result is rounded
+ *     and stored.  The op switch runs once per tile, not per element, and
+ *     no dtype x op template explosion.
+ *   - Adaptive eager runs queued foreach ops over the same lists as one
+ *     group, chunk by chunk (nk_foreach_multi below,
+ *     runtime/src/fusion_multi.c).
  *   - Fused optimizer steps follow ATen CPU's vectorised formulas (factors
  *     like 1 - beta1 computed in double and rounded to the compute type,
  *     exp_avg.lerp_ as one fmadd, grad unscaled by division) so the neuron
@@ -170,6 +174,16 @@ static void pow_plan(nk_opt_fe *plan, double e) {
   plan->shape = NK_OPT_SHAPE_UNARY;
 }
 
+/* Elements [lo, hi) of row s (a reduction's or unscale's partial into
+ * *partial). */
+static void fe_run(const fe_job *j, const nk_tensor_set *s, int64_t lo, int64_t hi,
+                   double *partial) {
+  const double sv = row_scalar(j, s);
+  nk_opt_fe plan = j->plan;
+  if (plan.op == NK_FOREACH_POW && !plan.b_is_list) pow_plan(&plan, sv);
+  j->rows(&plan, s, sv, lo, hi, partial);
+}
+
 static void fe_range(void *arg, int64_t begin, int64_t end, int worker) {
   (void)worker;
   const fe_job *j = arg;
@@ -180,119 +194,198 @@ static void fe_range(void *arg, int64_t begin, int64_t end, int worker) {
     const nk_tensor_set *s = &j->sets[r];
     int64_t lo = (b - s->first_block) * NK_FOREACH_BLOCK;
     int64_t hi = lo + NK_FOREACH_BLOCK < s->numel ? lo + NK_FOREACH_BLOCK : s->numel;
-    double sv = row_scalar(j, s);
-    nk_opt_fe plan = j->plan;
-    if (plan.op == NK_FOREACH_POW && !plan.b_is_list) pow_plan(&plan, sv);
-    double *partial = j->scratch ? &j->scratch[b] : NULL;
-    j->rows(&plan, s, sv, lo, hi, partial);
+    fe_run(j, s, lo, hi, j->scratch ? &j->scratch[b] : NULL);
   }
 }
 
-int nk_foreach_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
+/* A foreach task checked and planned: its parameters (job.prm points at
+ * prm), the slots it reads or writes. */
+typedef struct fe_state {
   nk_foreach_params prm;
-  memcpy(&prm, task->params, sizeof prm);
-  if (prm.op < 0 || prm.op >= NK_FOREACH_OP_COUNT) {
-    nrt_exec_fail(ctx, "foreach: unknown op %d", prm.op);
+  fe_job job;
+  unsigned mask;
+} fe_state;
+
+static int foreach_prepare(const nrt_task *task, nrt_exec_ctx *ctx, void *state) {
+  fe_state *st = state;
+  nk_foreach_params *prm = &st->prm;
+  memcpy(prm, task->params, sizeof *prm);
+  if (prm->op < 0 || prm->op >= NK_FOREACH_OP_COUNT) {
+    nrt_exec_fail(ctx, "foreach: unknown op %d", prm->op);
     return -1;
   }
-  const int shape = op_shape(prm.op);
+  const int shape = op_shape(prm->op);
   /* slots read or written */
   unsigned mask = 1u;
   if (shape != NK_OPT_SHAPE_NULLARY) mask |= 2u;
-  if ((shape == NK_OPT_SHAPE_BINARY && prm.b_is_list) || shape == NK_OPT_SHAPE_ADDC ||
+  if ((shape == NK_OPT_SHAPE_BINARY && prm->b_is_list) || shape == NK_OPT_SHAPE_ADDC ||
       shape == NK_OPT_SHAPE_LERP)
     mask |= 4u;
-  if (shape == NK_OPT_SHAPE_ADDC || (shape == NK_OPT_SHAPE_LERP && prm.b_is_list == 2)) mask |= 8u;
-  const int reduce = shape == NK_OPT_SHAPE_REDUCE, unscale = prm.op == NK_FOREACH_UNSCALE;
-  if (check_table(task, ctx, "foreach", prm.sets, prm.n_tensors, prm.n_blocks, mask,
+  if (shape == NK_OPT_SHAPE_ADDC || (shape == NK_OPT_SHAPE_LERP && prm->b_is_list == 2)) mask |= 8u;
+  const int reduce = shape == NK_OPT_SHAPE_REDUCE, unscale = prm->op == NK_FOREACH_UNSCALE;
+  if (check_table(task, ctx, "foreach", prm->sets, prm->n_tensors, prm->n_blocks, mask,
                   reduce || unscale) != 0)
     return -1;
   int use_double = 0;
   for (int k = 0; k < NK_FOREACH_SLOTS; k++) {
     if (!(mask >> k & 1u)) continue;
-    if (!is_float_dtype(prm.dtype[k])) {
+    if (!is_float_dtype(prm->dtype[k])) {
       nrt_exec_fail(ctx, "foreach: list %d has dtype %d; only floating lists are supported", k,
-                    prm.dtype[k]);
+                    prm->dtype[k]);
       return -1;
     }
     /* a reduction's result dtype does not set the compute type */
-    if (prm.dtype[k] == NRT_FLOAT64 && !(reduce && k == 0)) use_double = 1;
+    if (prm->dtype[k] == NRT_FLOAT64 && !(reduce && k == 0)) use_double = 1;
   }
-  if (prm.scalar_kind < NK_FOREACH_SCALAR_VALUE || prm.scalar_kind > NK_FOREACH_SCALAR_TENSOR ||
-      (prm.scalar_kind == NK_FOREACH_SCALAR_TENSOR &&
-       (!prm.scalar_ptr || !nk_dtype_valid(prm.scalar_dtype)))) {
-    nrt_exec_fail(ctx, "foreach: bad scalar (kind %d)", prm.scalar_kind);
+  if (prm->scalar_kind < NK_FOREACH_SCALAR_VALUE || prm->scalar_kind > NK_FOREACH_SCALAR_TENSOR ||
+      (prm->scalar_kind == NK_FOREACH_SCALAR_TENSOR &&
+       (!prm->scalar_ptr || !nk_dtype_valid(prm->scalar_dtype)))) {
+    nrt_exec_fail(ctx, "foreach: bad scalar (kind %d)", prm->scalar_kind);
     return -1;
   }
-  if (unscale && (!prm.flag_ptr || prm.scalar_kind != NK_FOREACH_SCALAR_TENSOR)) {
+  if (unscale && (!prm->flag_ptr || prm->scalar_kind != NK_FOREACH_SCALAR_TENSOR)) {
     nrt_exec_fail(ctx, "foreach: unscale needs found_inf and inv_scale");
     return -1;
   }
-  fe_job j = {.prm = &prm, .sets = prm.sets};
-  j.scratch = (reduce || unscale) ? (double *)(void *)((char *)(void *)prm.sets +
-                                                       prm.n_tensors * sizeof(nk_tensor_set))
+  fe_job *j = &st->job;
+  *j = (fe_job){.prm = prm, .sets = prm->sets};
+  j->scratch = (reduce || unscale) ? (double *)(void *)((char *)(void *)prm->sets +
+                                                       prm->n_tensors * sizeof(nk_tensor_set))
                                   : NULL;
-  if (prm.scalar_kind == NK_FOREACH_SCALAR_TENSOR)
-    j.tensor_scalar = nk_load_f64((nrt_dtype)prm.scalar_dtype, prm.scalar_ptr);
-  j.plan.op = prm.op;
-  j.plan.shape = shape;
-  j.plan.b_is_list = prm.b_is_list;
-  j.plan.use_double = use_double;
-  j.plan.alpha = prm.alpha;
-  for (int k = 0; k < NK_FOREACH_SLOTS; k++) j.plan.dt[k] = (nrt_dtype)prm.dtype[k];
-  j.plan.red_kind = NK_OPT_RED_NONE;
-  if (prm.op == NK_FOREACH_MAX) {
-    j.plan.red_kind = NK_OPT_RED_MAX;
-  } else if (prm.op == NK_FOREACH_NORM) {
-    double ord = prm.alpha;
-    if (ord == 1) j.plan.red_kind = NK_OPT_RED_SUM_ABS;
-    else if (ord == 2) j.plan.red_kind = NK_OPT_RED_SUM_SQ;
-    else if (isinf(ord) && ord > 0) j.plan.red_kind = NK_OPT_RED_MAX_ABS;
-    else if (ord > 0 && isfinite(ord)) j.plan.red_kind = NK_OPT_RED_SUM_POW;
+  if (prm->scalar_kind == NK_FOREACH_SCALAR_TENSOR)
+    j->tensor_scalar = nk_load_f64((nrt_dtype)prm->scalar_dtype, prm->scalar_ptr);
+  j->plan.op = prm->op;
+  j->plan.shape = shape;
+  j->plan.b_is_list = prm->b_is_list;
+  j->plan.use_double = use_double;
+  j->plan.alpha = prm->alpha;
+  for (int k = 0; k < NK_FOREACH_SLOTS; k++) j->plan.dt[k] = (nrt_dtype)prm->dtype[k];
+  j->plan.red_kind = NK_OPT_RED_NONE;
+  if (prm->op == NK_FOREACH_MAX) {
+    j->plan.red_kind = NK_OPT_RED_MAX;
+  } else if (prm->op == NK_FOREACH_NORM) {
+    double ord = prm->alpha;
+    if (ord == 1) j->plan.red_kind = NK_OPT_RED_SUM_ABS;
+    else if (ord == 2) j->plan.red_kind = NK_OPT_RED_SUM_SQ;
+    else if (isinf(ord) && ord > 0) j->plan.red_kind = NK_OPT_RED_MAX_ABS;
+    else if (ord > 0 && isfinite(ord)) j->plan.red_kind = NK_OPT_RED_SUM_POW;
     else {
       nrt_exec_fail(ctx, "foreach: norm of order %g is not supported", ord);
       return -1;
     }
   }
-  if (prm.op == NK_FOREACH_MAX)
-    for (int64_t i = 0; i < prm.n_tensors; i++)
-      if (prm.sets[i].numel == 0) {
+  if (prm->op == NK_FOREACH_MAX)
+    for (int64_t i = 0; i < prm->n_tensors; i++)
+      if (prm->sets[i].numel == 0) {
         nrt_exec_fail(ctx, "foreach: max of an empty tensor (row %lld)", (long long)i);
         return -1;
       }
-  j.rows = pick_fe_rows();
-  if (prm.n_blocks > 0) {
-    int64_t total = total_elements(prm.sets, prm.n_tensors);
-    nk_parallel_for(prm.n_blocks, total <= NK_GRAIN_ELEMENTWISE ? prm.n_blocks : 1, fe_range, &j);
+  j->rows = pick_fe_rows();
+  st->mask = mask;
+  return 0;
+}
+
+int nk_foreach_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
+  fe_state st;
+  if (foreach_prepare(task, ctx, &st) != 0) return -1;
+  const nk_foreach_params *prm = &st.prm;
+  fe_job *j = &st.job;
+  const int reduce = j->plan.shape == NK_OPT_SHAPE_REDUCE, unscale = prm->op == NK_FOREACH_UNSCALE;
+  if (prm->n_blocks > 0) {
+    int64_t total = total_elements(prm->sets, prm->n_tensors);
+    nk_parallel_for(prm->n_blocks, total <= NK_GRAIN_ELEMENTWISE ? prm->n_blocks : 1, fe_range, j);
   }
   if (reduce) {
-    for (int64_t i = 0; i < prm.n_tensors; i++) {
-      const nk_tensor_set *s = &prm.sets[i];
+    for (int64_t i = 0; i < prm->n_tensors; i++) {
+      const nk_tensor_set *s = &prm->sets[i];
       int64_t nb = (s->numel + NK_FOREACH_BLOCK - 1) / NK_FOREACH_BLOCK;
-      int maxlike = j.plan.red_kind >= NK_OPT_RED_MAX_ABS;
-      double acc = j.plan.red_kind == NK_OPT_RED_MAX ? -INFINITY : 0;
+      int maxlike = j->plan.red_kind >= NK_OPT_RED_MAX_ABS;
+      double acc = j->plan.red_kind == NK_OPT_RED_MAX ? -INFINITY : 0;
       for (int64_t b = s->first_block; b < s->first_block + nb; b++) {
-        double x = j.scratch[b];
+        double x = j->scratch[b];
         if (maxlike)
           acc = (x != x || acc != acc) ? NAN : (acc < x ? x : acc);
         else
           acc += x;
       }
-      if (j.plan.red_kind == NK_OPT_RED_SUM_SQ) acc = sqrt(acc);
-      else if (j.plan.red_kind == NK_OPT_RED_SUM_POW) acc = pow(acc, 1.0 / prm.alpha);
-      nk_store_f64((nrt_dtype)prm.dtype[0], s->data[0], acc);
+      if (j->plan.red_kind == NK_OPT_RED_SUM_SQ) acc = sqrt(acc);
+      else if (j->plan.red_kind == NK_OPT_RED_SUM_POW) acc = pow(acc, 1.0 / prm->alpha);
+      nk_store_f64((nrt_dtype)prm->dtype[0], s->data[0], acc);
     }
   }
   if (unscale) {
     int bad = 0;
-    for (int64_t b = 0; b < prm.n_blocks; b++) bad |= j.scratch[b] != 0;
+    for (int64_t b = 0; b < prm->n_blocks; b++) bad |= j->scratch[b] != 0;
     if (bad) {
       float one = 1.0f;
-      memcpy(prm.flag_ptr, &one, sizeof one);
+      memcpy(prm->flag_ptr, &one, sizeof one);
     }
   }
   return 0;
 }
+
+/* ---------------------------------------------------------- adaptive eager
+ * A foreach op that writes only its output list (no norm, max or
+ * unscale: those combine partials after all blocks) joins multi-tensor
+ * groups (runtime/src/fusion_multi.c): the runtime runs fe_run on chunks of
+ * FE_FUSE_CHUNK elements of a row.  A chunk starts on a tile boundary of
+ * the block the whole task would run (NK_OPT_TILE divides it, and it
+ * divides NK_FOREACH_BLOCK), so each element goes through the same tile
+ * code, vector body or tail, as unfused: the same bits.  8192 elements:
+ * an AdamW step's five operands of a chunk (160 KiB of float32) stay in L2
+ * from one member to the next. */
+#define FE_FUSE_CHUNK 8192
+_Static_assert(FE_FUSE_CHUNK % NK_OPT_TILE == 0 && NK_FOREACH_BLOCK % FE_FUSE_CHUNK == 0,
+               "a fused chunk must start on the tiles of the task's own blocks");
+
+nrt_fuse_kind nk_foreach_fusion(const nrt_task *task) {
+  nk_foreach_params prm;
+  memcpy(&prm, task->params, sizeof prm);
+  if (prm.op < 0 || prm.op >= NK_FOREACH_OP_COUNT || op_shape(prm.op) == NK_OPT_SHAPE_REDUCE ||
+      prm.op == NK_FOREACH_UNSCALE)
+    return NRT_FUSE_NONE;
+  return NRT_FUSE_MULTI;
+}
+
+static int64_t fe_fuse_rows(const void *state) { return ((const fe_state *)state)->prm.n_tensors; }
+
+static int64_t fe_fuse_row(const void *state, int64_t r, nrt_multi_operand *ops, int *n_ops) {
+  const fe_state *st = state;
+  const nk_tensor_set *s = &st->prm.sets[r];
+  int n = 0;
+  for (int k = 0; k < NK_FOREACH_SLOTS; k++)
+    if (st->mask >> k & 1u)
+      ops[n++] = (nrt_multi_operand){.data = s->data[k],
+                                     .bytes = s->numel * (int64_t)nrt_dtype_size(st->prm.dtype[k]),
+                                     .written = k == 0};
+  if (st->prm.scalar_kind == NK_FOREACH_SCALAR_TENSOR)
+    ops[n++] = (nrt_multi_operand){.data = st->prm.scalar_ptr,
+                                   .bytes = (int64_t)nrt_dtype_size(st->prm.scalar_dtype)};
+  *n_ops = n;
+  return s->numel;
+}
+
+static void fe_fuse_run(const void *state, int64_t r, int64_t lo, int64_t hi) {
+  const fe_state *st = state;
+  fe_run(&st->job, &st->prm.sets[r], lo, hi, NULL);
+}
+
+static int64_t fe_fuse_elements(const nrt_task *task) {
+  nk_foreach_params prm;
+  memcpy(&prm, task->params, sizeof prm);
+  if (prm.n_blocks < 0) return 0;
+  return prm.n_blocks > INT64_MAX / NK_FOREACH_BLOCK ? INT64_MAX : prm.n_blocks * NK_FOREACH_BLOCK;
+}
+
+const nrt_multi_fns nk_foreach_multi = {
+    .state_bytes = sizeof(fe_state),
+    .chunk = FE_FUSE_CHUNK,
+    .prepare = foreach_prepare,
+    .rows = fe_fuse_rows,
+    .row = fe_fuse_row,
+    .run = fe_fuse_run,
+    .elements = fe_fuse_elements,
+};
 
 /* ================================================================ fused steps */
 
