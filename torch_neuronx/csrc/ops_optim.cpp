@@ -190,10 +190,55 @@ void launch_lists(Task& task, const Lists& lists, const RowScalar* sc, bool scra
   host->record_event(mem.get(), mem.get_context(), to_c10_stream(current_stream(dev)));
 }
 
+// The task's name by op: the profiler's device task and adaptive eager's
+// group names (in the order of nk_foreach_op).
+constexpr const char* kForeachNames[] = {
+    "aten::_foreach_add",
+    "aten::_foreach_sub",
+    "aten::_foreach_mul",
+    "aten::_foreach_div",
+    "aten::_foreach_maximum",
+    "aten::_foreach_minimum",
+    "aten::_foreach_pow",
+    "aten::_foreach_pow",
+    "aten::_foreach_addcmul",
+    "aten::_foreach_addcdiv",
+    "aten::_foreach_lerp",
+    "aten::_foreach_copy",
+    "aten::_foreach_zero",
+    "aten::_foreach_neg",
+    "aten::_foreach_abs",
+    "aten::_foreach_sqrt",
+    "aten::_foreach_rsqrt",
+    "aten::_foreach_exp",
+    "aten::_foreach_expm1",
+    "aten::_foreach_log",
+    "aten::_foreach_log1p",
+    "aten::_foreach_log2",
+    "aten::_foreach_log10",
+    "aten::_foreach_reciprocal",
+    "aten::_foreach_sign",
+    "aten::_foreach_sigmoid",
+    "aten::_foreach_tanh",
+    "aten::_foreach_sin",
+    "aten::_foreach_cos",
+    "aten::_foreach_ceil",
+    "aten::_foreach_floor",
+    "aten::_foreach_round",
+    "aten::_foreach_trunc",
+    "aten::_foreach_frac",
+    "aten::_foreach_erf",
+    "aten::_foreach_erfc",
+    "aten::_foreach_norm",
+    "aten::_foreach_max",
+    "aten::_amp_foreach_non_finite_check_and_unscale"};
+static_assert(sizeof kForeachNames / sizeof kForeachNames[0] == NK_FOREACH_OP_COUNT,
+              "one name per nk_foreach_op");
+
 // One NK_KERNEL_FOREACH launch.
 void foreach_launch(int op, const Lists& lists, const RowScalar& sc, double alpha, int b_is_list,
                     void* flag = nullptr) {
-  Task task(NK_KERNEL_FOREACH, "aten::_foreach", 2);
+  Task task(NK_KERNEL_FOREACH, kForeachNames[op], 2);
   auto* p = task.params<nk_foreach_params>();
   p->op = op;
   p->b_is_list = b_is_list;
