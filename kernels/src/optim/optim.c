@@ -370,11 +370,21 @@ static void fe_fuse_run(const void *state, int64_t r, int64_t lo, int64_t hi) {
   fe_run(&st->job, &st->prm.sets[r], lo, hi, NULL);
 }
 
+/* At most a block per row, and at most the largest row (operand 1, the
+ * glue's "work size") per row: the lesser of the two bounds, so that a
+ * list of many small tensors does not look like millions of elements to
+ * the worker's look-ahead. */
 static int64_t fe_fuse_elements(const nrt_task *task) {
   nk_foreach_params prm;
   memcpy(&prm, task->params, sizeof prm);
-  if (prm.n_blocks < 0) return 0;
-  return prm.n_blocks > INT64_MAX / NK_FOREACH_BLOCK ? INT64_MAX : prm.n_blocks * NK_FOREACH_BLOCK;
+  if (prm.n_blocks < 0 || prm.n_tensors < 0) return 0;
+  int64_t bound = prm.n_blocks > INT64_MAX / NK_FOREACH_BLOCK ? INT64_MAX
+                                                              : prm.n_blocks * NK_FOREACH_BLOCK;
+  const nrt_operand *w = &task->operands[1];
+  if (task->n_operands == 2 && w->ndim == 1 && w->sizes[0] >= 0 &&
+      (prm.n_tensors == 0 || w->sizes[0] <= bound / prm.n_tensors))
+    bound = prm.n_tensors * w->sizes[0];
+  return bound;
 }
 
 const nrt_multi_fns nk_foreach_multi = {
