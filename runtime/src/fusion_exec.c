@@ -401,8 +401,7 @@ uint64_t nrt_fusion_run(nrt_fusion **state, nrt_exec_ctx *ctx, nrt_stream *s, co
   if (queued < 2) return 0;
   if (!*state && !(*state = fusion_new())) return 0;
   nrt_fusion *st = *state;
-  nrt_fuse_classify_fn classify = nrt_kernel_fusion_of(ring[head % ring_size].kernel);
-  if (classify && classify(&ring[head % ring_size]) == NRT_FUSE_MULTI)
+  if (nrt_task_multi(&ring[head % ring_size]))
     return nrt_fusion_multi_run(&st->multi, ctx, s, ring, ring_size, head, queued);
   fuse_group *g = &st->g;
   if (!nrt_fusion_plan(g, ctx, ring, ring_size, head, queued)) return 0;

@@ -191,9 +191,8 @@ static bool plan(fuse_multi *m, nrt_exec_ctx *ctx, const nrt_task *ring, unsigne
       m->items[m->n_items++] = t;
       continue;
     }
-    nrt_fuse_classify_fn classify = nrt_kernel_fusion_of(t->kernel);
-    const nrt_multi_fns *f = nrt_kernel_multi_of(t->kernel);
-    if (!classify || !f || classify(t) != NRT_FUSE_MULTI || f->chunk < 1) break;
+    const nrt_multi_fns *f = nrt_task_multi(t);
+    if (!f || f->chunk < 1) break;
     const int k = m->n_members;
     if (m->state_stride < f->state_bytes) {
       if (k > 0) break; /* kernels of other state sizes: a group of one kind */
@@ -321,14 +320,4 @@ uint64_t nrt_fusion_multi_run(fuse_multi **state, nrt_exec_ctx *ctx, nrt_stream 
   nrt_fusion_group_done(s, m->members, m->n_members, start, false, 0);
   nrt_fusion_count_multi();
   return (uint64_t)m->n_items;
-}
-
-void nrt_fusion_multi_free(fuse_multi *m) {
-  if (!m) return;
-  free(m->state);
-  free(m->numel);
-  free(m->unit_start);
-  free(m->seg);
-  free(m->saved);
-  free(m);
 }

@@ -136,7 +136,9 @@ void nrt_exec_ctx_release(nrt_exec_ctx *ctx);
 void nrt_stream_record_failure(nrt_stream *s, const char *task_name, const char *message);
 nrt_kernel_fn nrt_kernel_fn_of(uint32_t id);
 nrt_fuse_classify_fn nrt_kernel_fusion_of(uint32_t id);
-const nrt_multi_fns *nrt_kernel_multi_of(uint32_t id);
+/* How the kernel runs t, when t is a multi-tensor task (its kernel's
+ * classifier says NRT_FUSE_MULTI and it registered nrt_multi_fns); else NULL. */
+const nrt_multi_fns *nrt_task_multi(const nrt_task *t);
 nrt_row_capture_fn nrt_kernel_row_capture_of(uint32_t id);
 /* 1 if the worker should plan fused groups now (mode on, not blocking). */
 int nrt_adaptive_active(void);

@@ -94,8 +94,10 @@ nrt_status nrt_kernel_set_multi(uint32_t id, const nrt_multi_fns *fns) {
   return st;
 }
 
-const nrt_multi_fns *nrt_kernel_multi_of(uint32_t id) {
-  return id < NRT_KERNEL_MAX ? atomic_load(&multi_table[id]) : NULL;
+const nrt_multi_fns *nrt_task_multi(const nrt_task *t) {
+  const nrt_multi_fns *fns = t->kernel < NRT_KERNEL_MAX ? atomic_load(&multi_table[t->kernel]) : NULL;
+  const nrt_fuse_classify_fn classify = nrt_kernel_fusion_of(t->kernel);
+  return fns && classify && classify(t) == NRT_FUSE_MULTI ? fns : NULL;
 }
 
 nrt_status nrt_kernel_set_row_capture(uint32_t id, nrt_row_capture_fn fn) {
@@ -339,9 +341,7 @@ static void await_chain(nrt_stream *s, uint64_t h) {
   const nrt_task *t = &s->ring[h % RING_TASKS];
   /* a multi-tensor task (a foreach op): its table's release, an event
    * record, follows each one and joins its group (fusion_multi.c) */
-  const nrt_multi_fns *multi = nrt_kernel_multi_of(t->kernel);
-  const nrt_fuse_classify_fn classify = nrt_kernel_fusion_of(t->kernel);
-  if (multi && (!classify || classify(t) != NRT_FUSE_MULTI)) multi = NULL;
+  const nrt_multi_fns *multi = nrt_task_multi(t);
   const int64_t elements = multi ? multi->elements(t) : nrt_operand_numel(&t->operands[0]);
   if (elements < FUSE_LOOKAHEAD_MIN_ELEMENTS) return;
   const uint64_t gap = multi ? FUSE_LOOKAHEAD_MULTI_GAP_NS : FUSE_LOOKAHEAD_GAP_NS;
