@@ -196,8 +196,8 @@ def test_pointwise_loops_interleave_vectors(case, native, monkeypatch):
     bits of the one-vector loop (WIDEN = 1, upstream's factor) and within the
     float32 tolerance of CPU eager; vector tails, a broadcast operand and a
     2-d loop too.  Not widened: a tiled (inner) range of fewer than
-    tiling.MIN_RANGE elements, a reduction's loops (the row softmax's
-    pointwise epilogue loop is), any loop at another ISA."""
+    tiling.MIN_RANGE elements, any loop at another ISA.  (The row softmax's
+    sum is widened too: test_reductions_accumulate_in_interleaved_vectors.)"""
     from torch._inductor.cpu_vec_isa import VecAVX2, pick_vec_isa
 
     g = torch.Generator().manual_seed(0)
@@ -219,11 +219,47 @@ def test_pointwise_loops_interleave_vectors(case, native, monkeypatch):
     out, code = _compiled_with_widen(f, (x, a, b), 4, monkeypatch)
     assert ("VectorizedN<float,4>" in code) == widened, case
     assert "VectorizedN<float,4>" not in one_code
-    if case == "row softmax":  # the reductions keep one-vector accumulators
-        assert "at::vec::Vectorized<float> tmp_acc0_vec" in code
-        assert "VectorizedN<float,4> tmp_acc" not in code
-    assert torch.equal(_bits(out), _bits(one)), case
+    if case != "row softmax":  # its sum adds in another order (next test)
+        assert torch.equal(_bits(out), _bits(one)), case
     assert_same(out, f(x, a, b), atol=1e-5, rtol=1e-5)
+
+
+_REDUCTIONS = {
+    "row sum, tail": (lambda x: x.sum(-1), (64, 1030)),
+    "row amax, NaN and inf": (lambda x: x.amax(-1), (64, 1030)),
+    "row amin": (lambda x: x.amin(-1), (64, 300)),
+    "whole sum, threads split it": (lambda x: x.sum(), ((1 << 20) + 3,)),
+    "column sum": (lambda x: x.sum(0), (300, 1030)),
+    "long rows (cascade sum)": (lambda x: x.sum(-1), (4, 300000)),
+    "RMSNorm": (lambda x: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6), (64, 1030)),
+    "max and sum": (lambda x: x.amax(-1) + (x * 2).sum(-1), (64, 1030)),
+}
+
+
+@pytest.mark.parametrize("case", list(_REDUCTIONS))
+def test_reductions_accumulate_in_interleaved_vectors(case, native, monkeypatch):
+    """At AVX2 a float32 sum/max/min's loop is tiled by tiling.WIDEN vectors
+    and accumulates in VectorizedN<float, 4>: row, whole-tensor (per-thread
+    accumulators), column and cascade-summed reductions, vector tails.  Max
+    and min keep the one-vector loop's bits; a sum adds in another fixed
+    order, within the float32 tolerance of a float64 reference as the
+    one-vector loop is."""
+    from torch._inductor.cpu_vec_isa import VecAVX2, pick_vec_isa
+
+    f, shape = _REDUCTIONS[case]
+    x = torch.randn(shape, generator=torch.Generator().manual_seed(0)) * 3
+    if "NaN" in case:
+        x[3, 700], x[5, 1029], x[6, 0] = float("nan"), float("inf"), -float("inf")
+    one, one_code = _compiled_with_widen(f, (x,), 1, monkeypatch)
+    out, code = _compiled_with_widen(f, (x,), 4, monkeypatch)
+    assert ("VectorizedN<float,4> tmp_acc" in code) == isinstance(pick_vec_isa(), VecAVX2), case
+    assert "VectorizedN<float,4>" not in one_code
+    if "sum" not in case and case != "RMSNorm":
+        assert torch.equal(_bits(out), _bits(one)), case
+    expected = f(x.double())
+    tol = dict(atol=1e-5 * x.shape[-1] ** 0.5 * 3, rtol=1e-5) if "sum" in case else dict(atol=1e-5, rtol=1e-5)
+    assert_same(out.double(), expected, **tol)
+    assert_same(one.double(), expected, **tol)
 
 
 VEC_MATH = [torch.exp, torch.exp2, torch.expm1, torch.log, torch.log2, torch.log10, torch.log1p,

@@ -19,8 +19,21 @@ AVX2), and the device's vector math has ``VectorizedN`` overloads
 (vec_math.py).  Each lane computes exactly what it computed before, so the
 results keep their bits.
 
-Only loops that are plainly elementwise are widened: float32 values (and
-bool masks) only, contiguous or broadcast accesses, no reduction, no index
+A float32 sum, max or min over such a loop is widened too: its accumulator
+becomes WIDEN vectors, so the exp of a softmax's sum pass (a chain of ~30
+dependent instructions per vector, feeding one accumulator) overlaps four
+ways like a pointwise loop.  Max and min keep their bits (the order of a
+max does not matter); a sum adds its elements in 4 * 8 lanes instead of 8,
+one more fixed order of the kind the ISA already chooses (AVX-512 sums in
+16 lanes), deterministic and independent of the thread count.  Measured on
+Zen 3 (AVX2, 2 threads, compiled neuron, paired in one process): softmax
+from primitives over 1024 x 1024 floats 0.666 -> 0.599 ms, RMSNorm over
+128 x 1024 0.098 -> 0.093 ms; LayerNorm and logsumexp from primitives within
+1% (memory and per-call costs dominate there).
+
+Only loops that are plainly elementwise (or such reductions) are widened:
+float32 values (and bool masks) only, contiguous or broadcast accesses, no
+other reduction, no index
 arithmetic, no masked sub-blocks, no random numbers or bounds checks, and a
 tiled (inner) range of at least ``MIN_RANGE`` elements: 8 iterations of the
 widened loop, so that its tail (up to 4 vectors, masked) stays a small part
@@ -43,15 +56,22 @@ MIN_RANGE = 256
 
 # LoopBody node targets that a widened loop must not contain (their
 # vectorised forms carry index vectors, masks or state per vector).
-_NOT_ELEMENTWISE = ("index_expr", "value_expr", "indirect_indexing", "reduction",
-                    "store_reduction", "scan", "sort", "bucketize", "load_seed", "rand",
-                    "randn", "randint64", "check_bounds", "device_assert_async")
+_NOT_ELEMENTWISE = ("index_expr", "value_expr", "indirect_indexing", "scan", "sort", "bucketize",
+                    "load_seed", "rand", "randn", "randint64", "check_bounds", "device_assert_async")
 _ELEMENT_DTYPES = (torch.float32, torch.bool)
+_REDUCTIONS = ("sum", "max", "min")
+
+
+def _widenable_reduction(dtype, src_dtype, reduction_type) -> bool:
+    """A float32 sum, max or min: its vector accumulator becomes WIDEN
+    accumulators (``reduction_acc_type_vec`` follows the tiling factor) and
+    ``vec_reduce_all<float, WIDEN>`` combines them at the end.  Argmax/argmin
+    and Welford carry index or count vectors per accumulator, and a bool
+    max/min accumulates in masks: those keep upstream's factor."""
+    return dtype == src_dtype == torch.float32 and reduction_type in _REDUCTIONS
 
 
 def _plainly_elementwise(fn_list, var_sizes_list) -> bool:
-    if any(len(reduction) for _, reduction in var_sizes_list):
-        return False
     bodies = _get_loop_body(fn_list)
     if any(dt not in _ELEMENT_DTYPES for dt in _get_dtype_from_loopbodies(bodies)):
         return False
@@ -59,8 +79,11 @@ def _plainly_elementwise(fn_list, var_sizes_list) -> bool:
         for block in [body.root_block, *body.subblocks.values()]:
             for node in block.graph.nodes:
                 target = node.target
-                if node.op == "call_method" and (target in _NOT_ELEMENTWISE
-                                                 or target.startswith("masked_subblock")):
+                if node.op != "call_method":
+                    continue
+                if target in _NOT_ELEMENTWISE or target.startswith("masked_subblock"):
+                    return False
+                if target == "reduction" and not _widenable_reduction(*node.args[1:4]):
                     return False
     return True
 
@@ -74,10 +97,10 @@ def _widenable(factors, indices, stats, fn_list, var_sizes_list) -> bool:
             or factors[0] != isa.nelements(torch.float)
             or stats.non_contig_indexing_op_counter):
         return False
-    group = tuple(var_sizes_list[0][0])
-    index = indices[0] if indices[0] >= 0 else indices[0] + len(group)
-    return (0 <= index < len(group)
-            and V.graph.sizevars.optimization_hint(group[index], fallback=0) >= MIN_RANGE
+    loop = tuple(var_sizes_list[0][0]) + tuple(var_sizes_list[0][1])  # pointwise, then reduction vars
+    index = indices[0] if indices[0] >= 0 else indices[0] + len(loop)
+    return (0 <= index < len(loop)
+            and V.graph.sizevars.optimization_hint(loop[index], fallback=0) >= MIN_RANGE
             and _plainly_elementwise(fn_list, var_sizes_list))
 
 
