@@ -3,6 +3,7 @@
  * validation failures. */
 #define _POSIX_C_SOURCE 200809L
 #include "test_kernels_util.h"
+#include "elementwise/fill_rows.h"
 
 /* the bytes a kernel must store for a double / an int64 in dtype t: the
  * shared reference conversion of test_kernels_util.h */
@@ -23,15 +24,20 @@ static int is_floating(nrt_dtype t) { return t >= NRT_FLOAT16; }
 
 /* ---------------------------------------------------------------- fill */
 
-static void check_fill(nrt_dtype t, nk_scalar value, int ndim, const int64_t *sizes, const int64_t *strides) {
-  int64_t span = 1, numel = 1, es = tk_size(t);
+/* fills the view (sizes, strides) that starts `offset` elements into a
+ * buffer, then checks every element of the buffer: the view's hold the
+ * value, the others their sentinel */
+static void check_fill_at(nrt_dtype t, nk_scalar value, int ndim, const int64_t *sizes,
+                          const int64_t *strides, int64_t offset) {
+  int64_t span = 1 + offset, numel = 1, es = tk_size(t);
   for (int d = 0; d < ndim; d++) {
     span += (sizes[d] - 1) * strides[d];
     numel *= sizes[d];
   }
+  span += 1; /* a sentinel after the view */
   unsigned char *buf = tk_alloc((size_t)(span * es));
   memset(buf, 0xA5, (size_t)(span * es));
-  nrt_operand op = tk_operand(buf, t, ndim, sizes, strides);
+  nrt_operand op = tk_operand(buf + offset * es, t, ndim, sizes, strides);
   nk_fill_params prm = {value};
   nrt_task task = tk_task(NK_KERNEL_FILL, 1, &op, &prm, sizeof prm);
   CHECK_OK(tk_run(&task));
@@ -41,7 +47,7 @@ static void check_fill(nrt_dtype t, nk_scalar value, int ndim, const int64_t *si
   /* mark which elements the view covers, then check every element of the buffer */
   char *covered = calloc((size_t)span, 1);
   for (int64_t lin = 0; lin < numel; lin++) {
-    int64_t rest = lin, off = 0;
+    int64_t rest = lin, off = offset;
     for (int d = ndim - 1; d >= 0; d--) {
       off += (rest % sizes[d]) * strides[d];
       rest /= sizes[d];
@@ -55,6 +61,10 @@ static void check_fill(nrt_dtype t, nk_scalar value, int ndim, const int64_t *si
   CHECK(bad == 0);
   free(covered);
   tk_free(buf);
+}
+
+static void check_fill(nrt_dtype t, nk_scalar value, int ndim, const int64_t *sizes, const int64_t *strides) {
+  check_fill_at(t, value, ndim, sizes, strides, 0);
 }
 
 static void test_fill(void) {
@@ -71,6 +81,54 @@ static void test_fill(void) {
   int64_t big[2] = {300, 700}, bs[2] = {1401, 2}; /* parallel, strided */
   check_fill(NRT_FLOAT32, (nk_scalar){2.25, 2}, 2, big, bs);
   check_fill(NRT_INT16, (nk_scalar){0, -2}, 2, big, bs);
+}
+
+/* Dense rows start anywhere (a view's offset): every element size, each
+ * start within a 32-byte vector, lengths around the vector and unrolled
+ * block sizes, through the kernel. */
+static void test_fill_dense_offsets(void) {
+  const nrt_dtype types[] = {NRT_UINT8, NRT_INT16, NRT_FLOAT32, NRT_FLOAT64};
+  const int64_t lengths[] = {0, 1, 3, 7, 8, 31, 32, 33, 64, 127, 128, 129, 1000, 40000, 100003};
+  for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
+    for (int64_t off = 0; off < 40 / tk_size(types[ti]); off += 1 + (off > 8))
+      for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++) {
+        int64_t sizes[1] = {lengths[li]}, strides[1] = {1};
+        check_fill_at(types[ti], (nk_scalar){-1.75, 0x5A}, 1, sizes, strides, off);
+      }
+}
+
+/* nk_fill_row_avx2 itself, where the CPU has AVX2: every pattern size,
+ * every start in a 32-byte vector, rows up to 300 bytes, and rows at the
+ * non-temporal bound (the kernel reaches it only for outputs of 8 rows per
+ * thread of that size). */
+static void check_fill_row(unsigned char *buf, int64_t buf_bytes, int64_t start, int64_t bytes,
+                           size_t size) {
+  static const unsigned char pattern[8] = {0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88};
+  memset(buf, 0xA5, (size_t)buf_bytes);
+  nk_fill_row_avx2((char *)buf + start, bytes, pattern, size);
+  int64_t bad = 0;
+  for (int64_t j = 0; j < buf_bytes; j++) {
+    const bool in = j >= start && j < start + bytes;
+    bad += buf[j] != (in ? pattern[(j - start) % (int64_t)size] : 0xA5);
+  }
+  if (bad)
+    fprintf(stderr, "  fill row: size %zu start %lld bytes %lld: %lld wrong\n", size, (long long)start,
+            (long long)bytes, (long long)bad);
+  CHECK(bad == 0);
+}
+
+static void test_fill_row_avx2(void) {
+  if (nk_cpu_isa() < NK_ISA_AVX2) return;
+  const int64_t small = 400, large = NK_FILL_STREAM_BYTES + 512;
+  unsigned char *buf = tk_alloc((size_t)large);
+  for (size_t size = 1; size <= 8; size *= 2)
+    for (int64_t start = 0; start < 40; start += (int64_t)size) {
+      for (int64_t bytes = 0; bytes <= 300; bytes += (int64_t)size)
+        check_fill_row(buf, small, start, bytes, size);
+      if (start % 8 == 0 || size == 1) /* rows at and above the bound */
+        check_fill_row(buf, large, start, NK_FILL_STREAM_BYTES + (int64_t)size * 9, size);
+    }
+  tk_free(buf);
 }
 
 /* -------------------------------------------------------------- arange */
@@ -188,6 +246,8 @@ static void test_linspace(void) {
 
 static void tests(void) {
   test_fill();
+  test_fill_dense_offsets();
+  test_fill_row_avx2();
   test_arange();
   test_linspace();
 }
