@@ -443,6 +443,40 @@ static void test_masked(void) {
   tk_free(dx), tk_free(dm), tk_free(dc), tk_free(dnz), tk_free(dsel), tk_free(dsrc);
 }
 
+/* masked_fill's dense rows (index/masked.c, fill_dense_row): every element
+ * size, a mask per element (nonzero bytes other than 1 too) and a mask
+ * broadcast along the row (stride 0), 100 rows of 1001 (parallel, vector
+ * tails); filled elements hold the value's bits, the others keep theirs
+ * (NaN payloads included). */
+static void test_masked_fill_dense(void) {
+  const nrt_dtype types[] = {NRT_UINT8, NRT_BFLOAT16, NRT_FLOAT32, NRT_FLOAT64};
+  const int64_t rows = 100, cols = 1001, n = rows * cols;
+  for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
+    for (int bcast = 0; bcast < 2; bcast++) {
+      const nrt_dtype t = types[ti];
+      const int64_t es = tk_size(t);
+      unsigned char *x = tk_alloc((size_t)(n * es)), *before = malloc((size_t)(n * es));
+      unsigned char *m = tk_alloc((size_t)(bcast ? rows : n));
+      for (int64_t i = 0; i < n * es; i++) x[i] = before[i] = (unsigned char)(i * 37 + 11);
+      for (int64_t i = 0; i < (bcast ? rows : n); i++) m[i] = (unsigned char)(i % 3 == 0 ? 0 : i % 3);
+      int64_t sizes[2] = {rows, cols}, mstrides[2] = {bcast ? 1 : cols, bcast ? 0 : 1};
+      nrt_operand ops[2] = {tk_operand(x, t, 2, sizes, NULL), tk_operand(m, NRT_UINT8, 2, sizes, mstrides)};
+      nk_masked_params fp = {.mode = NK_MASKED_FILL, .value = {-1.5, 7}};
+      nrt_task task = tk_task(NK_KERNEL_MASKED, 2, ops, &fp, sizeof fp);
+      CHECK_OK(tk_run(&task));
+      uint64_t want = tk_expected(t != NRT_UINT8 ? (tk_value){0, 0, -1.5} : (tk_value){1, 7, 0}, t);
+      int64_t bad = 0;
+      for (int64_t i = 0; i < n; i++) {
+        const bool on = m[bcast ? i / cols : i] != 0;
+        uint64_t got = tk_raw(t, x + i * es), old = tk_raw(t, before + i * es);
+        bad += got != (on ? want : old);
+      }
+      if (bad) fprintf(stderr, "  masked_fill %s bcast %d: %lld wrong\n", tk_dtype_names[t], bcast, (long long)bad);
+      CHECK(bad == 0);
+      tk_free(x), tk_free(m), free(before);
+    }
+}
+
 /* a large nonzero: chunks counted and written in parallel, order kept */
 static void test_nonzero_parallel(void) {
   const int64_t n = 300000;
@@ -516,6 +550,7 @@ static void tests(void) {
   test_gather_rows();
   test_index();
   test_masked();
+  test_masked_fill_dense();
   test_nonzero_parallel();
   test_validation();
 }

