@@ -363,6 +363,118 @@ static void test_integral(void) {
 
 /* -------------------------------------------------------------- predicates */
 
+/* x's value as a double, decoded here from its bits (not by the kernels'
+ * conversions), for the dense predicate rows' reference */
+static double decode(nrt_dtype t, const void *p) {
+  uint64_t b = tk_raw(t, p);
+  switch (t) {
+  case NRT_FLOAT64: { double d; memcpy(&d, &b, 8); return d; }
+  case NRT_FLOAT32: { uint32_t u = (uint32_t)b; float f; memcpy(&f, &u, 4); return f; }
+  case NRT_BFLOAT16: { uint32_t u = (uint32_t)b << 16; float f; memcpy(&f, &u, 4); return f; }
+  default: { /* float16 */
+    const int sign = (int)(b >> 15) & 1, e = (int)(b >> 10) & 31, m = (int)b & 1023;
+    double v = e == 31 ? (m ? NAN : INFINITY) : e == 0 ? ldexp(m, -24) : ldexp(1024 + m, e - 25);
+    return sign ? -v : v;
+  }
+  }
+}
+
+static bool ref_pred(int k, double v) {
+  switch (k) {
+  case 0: return isnan(v);
+  case 1: return isinf(v);
+  case 2: return v == INFINITY;
+  case 3: return v == -INFINITY;
+  case 4: return isfinite(v);
+  case 5: return signbit(v) != 0;
+  default: return v == 0; /* logical_not: NaN is true */
+  }
+}
+
+/* Dense rows of the predicates (unary_rows.c): every bit pattern of the
+ * 16-bit dtypes, and for float32/float64 the special values (NaNs of both
+ * signs, quiet and signalling, with payloads; infinities; zeros;
+ * subnormals; the largest finite) among random bits, in rows long enough
+ * for the vector loops and their tails. */
+static void test_predicates_dense(void) {
+  static const nrt_dtype dts[] = {NRT_FLOAT32, NRT_FLOAT16, NRT_BFLOAT16, NRT_FLOAT64};
+  static const uint64_t special32[] = {0x7FC00000, 0xFFC00000, 0x7F800001, 0xFF800001, 0x7FFFFFFF,
+                                       0x7F800000, 0xFF800000, 0, 0x80000000, 1, 0x80000001,
+                                       0x007FFFFF, 0x7F7FFFFF, 0xFF7FFFFF, 0x3F800000};
+  static const uint64_t special64[] = {0x7FF8000000000000ull, 0xFFF8000000000000ull, 0x7FF0000000000001ull,
+                                       0xFFF0000000000001ull, 0x7FF0000000000000ull, 0xFFF0000000000000ull,
+                                       0, 0x8000000000000000ull, 1, 0x800FFFFFFFFFFFFFull,
+                                       0x7FEFFFFFFFFFFFFFull, 0x3FF0000000000000ull};
+  double none[3] = {0, 0, 0};
+  for (int d = 0; d < 4; d++) {
+    const nrt_dtype t = dts[d];
+    const int64_t es = tk_size(t), n = es == 2 ? 65536 : 4099;
+    unsigned char *x = tk_alloc((size_t)(n * es));
+    uint8_t *o = tk_alloc((size_t)n);
+    for (int64_t i = 0; i < n; i++) {
+      uint64_t b = es == 2 ? (uint64_t)i : tk_rand();
+      if (es == 4 && i < (int64_t)(sizeof special32 / 8)) b = special32[i];
+      if (es == 8 && i < (int64_t)(sizeof special64 / 8)) b = special64[i];
+      memcpy(x + i * es, &b, (size_t)es); /* little-endian: the low bytes */
+    }
+    for (int k = 0; k < 7; k++) {
+      nrt_operand ops[2] = {tk_vector(o, NRT_BOOL, n), tk_vector(x, t, n)};
+      nk_unary_params prm = uparams(NK_UNARY_ISNAN + k, t, none);
+      nrt_task task = tk_task(NK_KERNEL_UNARY, 2, ops, &prm, sizeof prm);
+      CHECK_OK(tk_run(&task));
+      int64_t bad = 0;
+      for (int64_t i = 0; i < n; i++) bad += o[i] != ref_pred(k, decode(t, x + i * es));
+      if (bad) fprintf(stderr, "  dense predicate %d on %s: %lld wrong\n", k, tk_dtype_names[t], (long long)bad);
+      CHECK(bad == 0);
+    }
+    tk_free(x);
+    tk_free(o);
+  }
+}
+
+/* Dense rows of the integral ops and of bitwise_not on bool
+ * (unary_rows.c): the dtype's minimum (negation wraps) and random values
+ * in rows of 1001, against ref_int. */
+static void test_integral_dense(void) {
+  static const nrt_dtype dts[] = {NRT_UINT8, NRT_INT8, NRT_INT16, NRT_INT32, NRT_INT64};
+  static const nk_unary_op ops_i[] = {NK_UNARY_ABS, NK_UNARY_NEG, NK_UNARY_SIGN, NK_UNARY_RELU,
+                                      NK_UNARY_BITWISE_NOT};
+  const int64_t n = 1001;
+  double none[3] = {0, 0, 0};
+  for (int d = 0; d < 5; d++) {
+    const nrt_dtype t = dts[d];
+    const int64_t es = tk_size(t);
+    char *x = tk_alloc((size_t)(n * es)), *o = tk_alloc((size_t)(n * es));
+    for (int64_t i = 0; i < n; i++) tk_put(t, x + i * es, (tk_value){1, wrap(t, i < 3 ? (uint64_t)1 << (8 * es - 1) : tk_rand()), 0});
+    for (int k = 0; k < 5; k++) {
+      nrt_operand ops[2] = {tk_vector(o, t, n), tk_vector(x, t, n)};
+      nk_unary_params prm = uparams(ops_i[k], t, none);
+      nrt_task task = tk_task(NK_KERNEL_UNARY, 2, ops, &prm, sizeof prm);
+      CHECK_OK(tk_run(&task));
+      int64_t bad = 0;
+      for (int64_t i = 0; i < n; i++) {
+        const int64_t xv = wrap(t, tk_raw(t, x + i * es));
+        bad += tk_raw(t, o + i * es) != ((uint64_t)ref_int(ops_i[k], t, xv, 0, 0) & tk_raw_mask(t));
+      }
+      if (bad) fprintf(stderr, "  dense int op %d on %s: %lld wrong\n", (int)ops_i[k], tk_dtype_names[t], (long long)bad);
+      CHECK(bad == 0);
+    }
+    tk_free(x);
+    tk_free(o);
+  }
+  uint8_t *b = tk_alloc((size_t)n), *r = tk_alloc((size_t)n);
+  for (int64_t i = 0; i < n; i++) b[i] = (uint8_t)(tk_rand() & 1);
+  nrt_operand ops[2] = {tk_vector(r, NRT_BOOL, n), tk_vector(b, NRT_BOOL, n)};
+  nk_unary_params prm = uparams(NK_UNARY_BITWISE_NOT, NRT_BOOL, none);
+  nrt_task task = tk_task(NK_KERNEL_UNARY, 2, ops, &prm, sizeof prm);
+  CHECK_OK(tk_run(&task));
+  int64_t bad = 0;
+  for (int64_t i = 0; i < n; i++) bad += r[i] != !b[i];
+  CHECK(bad == 0);
+  tk_free(b);
+  tk_free(r);
+}
+
 static void test_predicates(void) {
   static const float fv[] = {NAN, INFINITY, -INFINITY, -0.0f, 0.0f, 1.5f, -2.0f};
   /* isnan isinf isposinf isneginf isfinite signbit logical_not */
@@ -666,6 +778,8 @@ static void tests(void) {
   test_special_values();
   test_integral();
   test_predicates();
+  test_predicates_dense();
+  test_integral_dense();
   test_layouts();
   test_parallel();
   test_backward();

@@ -12,13 +12,16 @@
  *   - mixed: each operand loaded from its own dtype into the compute class,
  *     the result rounded to the compute dtype and stored in out's dtype.
  * Predicates (isnan, signbit, logical_not, ...) compute on x's own dtype and
- * store 0/1 into any out dtype. */
+ * store 0/1 into any out dtype.  Dense rows of the predicates into bool and
+ * of the bool/integer ops run unary_rows.c's loops instead of the mixed
+ * one. */
 #include <stdio.h>
 
 #include "elementwise/unary_ops.h"
 
 #include "common/kernel_entries.h"
 #include "common/nd_iter.h"
+#include "elementwise/unary_rows.h"
 #include "elementwise/unary_simd.h"
 #include "common/validate.h"
 
@@ -84,6 +87,7 @@ typedef struct unary_plan {
   nk_uprm prm;
   nk_unary_vec_fn vec; /* set when the vectorised loop applies */
   nk_unary_half_fn vec_half; /* 16-bit rows in registers (NULL: none) */
+  bool dense_rows; /* mixed_loop may try nk_unary_dense_row (unary_rows.h) */
 } unary_plan;
 
 NK_INLINE void unary_elem(const unary_plan *p, nrt_dtype to, nrt_dtype ti, nrt_dtype tc,
@@ -169,6 +173,11 @@ static bool half_row(void *ctx, int64_t n, char *const *data, const int64_t *s) 
 
 static void mixed_loop(void *ctx, int64_t n, char *const *data, const int64_t *s) {
   const unary_plan *p = ctx;
+  const int64_t so = (int64_t)nk_dtype_size(p->out), si = (int64_t)nk_dtype_size(p->in);
+  if (p->dense_rows && s[0] == so && s[1] == si && (uintptr_t)data[0] % (uintptr_t)so == 0 &&
+      (uintptr_t)data[1] % (uintptr_t)si == 0 &&
+      nk_unary_dense_row(p->op, p->in, p->out, n, data[0], data[1]))
+    return;
   for (int64_t i = 0; i < n; i++)
     unary_elem(p, p->out, p->in, p->compute, p->op, data[0] + i * s[0], data[1] + i * s[1]);
 }
@@ -195,6 +204,9 @@ int nk_unary_kernel(const nrt_task *task, nrt_exec_ctx *ctx) {
     return -1;
   }
   prepare(false, p.op, p.compute, prm->p, &p.prm);
+  /* a predicate reads x in its own dtype; another op's dense row computes in
+   * x's dtype, so the compute dtype must be it */
+  p.dense_rows = p.op >= NK_UNARY_ISNAN || p.compute == p.in;
   const bool same = !(classes & NK_UC_P) && p.out == p.compute && p.in == p.compute &&
                     nk_dtype_is_floating(p.compute);
   const bool f32_or_half = p.compute == NRT_FLOAT32 || p.compute == NRT_FLOAT16 ||
