@@ -537,8 +537,45 @@ static void test_addc_vector_bits(void) {
   tk_free(a), tk_free(b), tk_free(c), tk_free(o);
 }
 
+/* lerp on dense float32 rows (the vector body, pointwise_simd_impl.h):
+ * the bits of the scalar form, one fma from the nearer end, for weights
+ * at and around +-0.5, 0, 1, beyond, infinite and NaN, ends that are
+ * infinite, NaN or far apart; a tensor weight and a scalar one; rows of
+ * 67 (vector tails). */
+static void test_lerp_vector_bits(void) {
+  enum { N = 67 };
+  static const float wv[] = {0.0f, -0.0f, 0.5f, -0.5f, 0.49999997f, 0.50000006f, 1.0f, 0.3f,
+                             -2.5f, 7.0f, INFINITY, -INFINITY, NAN, 1e-30f};
+  static const float ev[] = {1.5f, -3.25f, INFINITY, -INFINITY, NAN, 0.0f, -0.0f, 1e30f, -1e-30f, 3e38f};
+  float *a = tk_alloc(4 * N), *b = tk_alloc(4 * N), *w = tk_alloc(4 * N), *o = tk_alloc(4 * N);
+  for (int i = 0; i < N; i++) {
+    a[i] = ev[i % 10];
+    b[i] = ev[(i * 3 + 1) % 10] * (i % 4 == 0 ? 1 : 0.75f);
+    w[i] = wv[i % 14];
+  }
+  for (int scalar = 0; scalar <= 1; scalar++)
+    for (int k = 0; k < (scalar ? 14 : 1); k++) {
+      nrt_operand ops[4] = {tk_vector(o, NRT_FLOAT32, N), tk_vector(a, NRT_FLOAT32, N),
+                            tk_vector(b, NRT_FLOAT32, N), tk_vector(w, NRT_FLOAT32, N)};
+      nk_pointwise_params prm = {scalar ? NK_PW_LERP_SCALAR : NK_PW_LERP, NRT_FLOAT32, {0, 0}, {0, 0}};
+      prm.s0.f = wv[k];
+      nrt_task task = tk_task(NK_KERNEL_POINTWISE, scalar ? 3 : 4, ops, &prm, sizeof prm);
+      CHECK(tk_run(&task) == NRT_SUCCESS);
+      int64_t bad = 0;
+      for (int i = 0; i < N; i++) {
+        const float t = scalar ? wv[k] : w[i], d = b[i] - a[i];
+        const float want = fabsf(t) < 0.5f ? fmaf(t, d, a[i]) : fmaf(t - 1.0f, d, b[i]);
+        bad += !(memcmp(&want, &o[i], 4) == 0 || (isnan(want) && isnan(o[i])));
+      }
+      if (bad) fprintf(stderr, "  lerp %s weight %d: %lld differ\n", scalar ? "scalar" : "tensor", k, (long long)bad);
+      CHECK(bad == 0);
+    }
+  tk_free(a), tk_free(b), tk_free(w), tk_free(o);
+}
+
 static void tests(void) {
   test_addc_vector_bits();
+  test_lerp_vector_bits();
   test_same_dtype();
   test_mixed();
   test_parallel();

@@ -412,6 +412,18 @@ static bool addc_rows(const pw_plan *p, nrt_dtype t, int64_t n, char *const *dat
   return false;
 }
 
+/* lerp on dense float32 rows through the ISA's vector body (FMA in
+ * hardware, the same bits).  Returns false for anything else. */
+static bool lerp_rows(const pw_plan *p, nrt_dtype t, int64_t n, char *const *data,
+                      const int64_t *s) {
+  const bool scalar_w = p->op == NK_PW_LERP_SCALAR;
+  const nk_pointwise_vec_fn vec = t == NRT_FLOAT32 ? nk_pointwise_pick_vec() : NULL;
+  if (!vec || s[0] != 4 || s[1] != 4 || s[2] != 4 || (!scalar_w && s[3] != 4)) return false;
+  return vec(p->op, n, (float *)(void *)data[0], (const float *)(const void *)data[1],
+             (const float *)(const void *)data[2],
+             scalar_w ? NULL : (const float *)(const void *)data[3], (float)p->s0.f);
+}
+
 #define PW_SAME_OPS(T, OTHER)                                                                   \
   switch (p->op) {                                                                         \
   case NK_PW_MAXIMUM: same_row(p, NK_PW_MAXIMUM, T, n, data, s); break;                    \
@@ -428,12 +440,16 @@ static bool addc_rows(const pw_plan *p, nrt_dtype t, int64_t n, char *const *dat
   case NK_PW_ADDCMUL:                                                                      \
     if (!addc_rows(p, T, n, data, s)) same_row(p, NK_PW_ADDCMUL, T, n, data, s);           \
     break;                                                                                 \
-  case NK_PW_LERP_SCALAR: same_row(p, NK_PW_LERP_SCALAR, T, n, data, s); break;            \
+  case NK_PW_LERP_SCALAR:                                                                   \
+    if (!lerp_rows(p, T, n, data, s)) same_row(p, NK_PW_LERP_SCALAR, T, n, data, s);         \
+    break;                                                                                 \
   case NK_PW_POW_SCALAR:                                                                   \
     if (!pow_small_rows(p, T, n, data, s)) same_row(p, NK_PW_POW_SCALAR, T, n, data, s);     \
     break;                                                                                 \
   case NK_PW_CLAMP: same_row(p, NK_PW_CLAMP, T, n, data, s); break;                        \
-  case NK_PW_LERP: same_row(p, NK_PW_LERP, T, n, data, s); break;                          \
+  case NK_PW_LERP:                                                                         \
+    if (!lerp_rows(p, T, n, data, s)) same_row(p, NK_PW_LERP, T, n, data, s);                \
+    break;                                                                                 \
   case NK_PW_ADDCDIV:                                                                      \
     if (!addc_rows(p, T, n, data, s)) same_row(p, NK_PW_ADDCDIV, T, n, data, s);           \
     break;                                                                                 \

@@ -1,12 +1,14 @@
 /* pointwise_simd.h — vector bodies of the pointwise kernel's float32 rows
  * (pointwise_simd_impl.h, built per ISA): addcmul and addcdiv, the
- * optimizers' per-parameter updates.
+ * optimizers' per-parameter updates, and lerp (c the weights, or v for
+ * NK_PW_LERP_SCALAR, c then unused).
  *
  * A body takes contiguous float32 rows (out may be any of the inputs) and
  * returns false, touching nothing, for an op it does not have.  It computes
  * a + (v * b) * c and a + (v * b) / c lane by lane in that order, with no
  * FMA (the build is ISO C: -ffp-contract=off), so its bits are those of the
- * scalar loop (pointwise.c's addc_rows). */
+ * scalar loop (pointwise.c's addc_rows); lerp with the fma the scalar form
+ * calls. */
 #ifndef NK_POINTWISE_SIMD_H
 #define NK_POINTWISE_SIMD_H
 
