@@ -412,6 +412,42 @@ static bool addc_rows(const pw_plan *p, nrt_dtype t, int64_t n, char *const *dat
   return false;
 }
 
+/* clamp with scalar bounds on dense float rows, as loops that vectorise
+ * (through pw_elem the loop kept the op's NaN tests and switch: clamp of
+ * 2^20 floats 0.41 ms on 2 Zen 3 threads, torch CPU 0.11): the same
+ * compares pw_float makes, in its order, so a NaN input stays NaN and a NaN
+ * bound gives NaN.  Returns false for anything else. */
+static bool clamp_rows(const pw_plan *p, nrt_dtype t, int64_t n, char *const *data,
+                       const int64_t *s) {
+  const int64_t es = (int64_t)nk_dtype_size(t);
+  if (s[0] != es || s[1] != es) return false;
+#define PW_CLAMP_ROWS(T)                                                                   \
+  {                                                                                        \
+    T *o = (T *)(void *)data[0];                                                           \
+    const T *a = (const T *)(const void *)data[1];                                         \
+    const T lo = (T)p->s0.f, hi = (T)p->s1.f;                                              \
+    switch (p->op) {                                                                       \
+    case NK_PW_CLAMP_SCALAR:                                                               \
+      if (isnan(lo) || isnan(hi)) {                                                        \
+        for (int64_t i = 0; i < n; i++) o[i] = (T)NAN;                                     \
+      } else {                                                                             \
+        for (int64_t i = 0; i < n; i++) {                                                  \
+          const T x = a[i] < lo ? lo : a[i];                                               \
+          o[i] = hi < x ? hi : x;                                                          \
+        }                                                                                  \
+      }                                                                                    \
+      return true;                                                                         \
+    case NK_PW_CLAMP_MIN_SCALAR: for (int64_t i = 0; i < n; i++) o[i] = a[i] < lo ? lo : a[i]; return true; \
+    case NK_PW_CLAMP_MAX_SCALAR: for (int64_t i = 0; i < n; i++) o[i] = lo < a[i] ? lo : a[i]; return true; \
+    default: return false;                                                                 \
+    }                                                                                      \
+  }
+  if (t == NRT_FLOAT32) PW_CLAMP_ROWS(float)
+  if (t == NRT_FLOAT64) PW_CLAMP_ROWS(double)
+#undef PW_CLAMP_ROWS
+  return false;
+}
+
 /* lerp on dense float32 rows through the ISA's vector body (FMA in
  * hardware, the same bits).  Returns false for anything else. */
 static bool lerp_rows(const pw_plan *p, nrt_dtype t, int64_t n, char *const *data,
@@ -434,9 +470,15 @@ static bool lerp_rows(const pw_plan *p, nrt_dtype t, int64_t n, char *const *dat
   case NK_PW_LE: same_row(p, NK_PW_LE, T, n, data, s); break;                              \
   case NK_PW_GT: same_row(p, NK_PW_GT, T, n, data, s); break;                              \
   case NK_PW_GE: same_row(p, NK_PW_GE, T, n, data, s); break;                              \
-  case NK_PW_CLAMP_SCALAR: same_row(p, NK_PW_CLAMP_SCALAR, T, n, data, s); break;          \
-  case NK_PW_CLAMP_MIN_SCALAR: same_row(p, NK_PW_CLAMP_MIN_SCALAR, T, n, data, s); break;  \
-  case NK_PW_CLAMP_MAX_SCALAR: same_row(p, NK_PW_CLAMP_MAX_SCALAR, T, n, data, s); break;  \
+  case NK_PW_CLAMP_SCALAR:                                                                 \
+    if (!clamp_rows(p, T, n, data, s)) same_row(p, NK_PW_CLAMP_SCALAR, T, n, data, s);     \
+    break;                                                                                 \
+  case NK_PW_CLAMP_MIN_SCALAR:                                                             \
+    if (!clamp_rows(p, T, n, data, s)) same_row(p, NK_PW_CLAMP_MIN_SCALAR, T, n, data, s); \
+    break;                                                                                 \
+  case NK_PW_CLAMP_MAX_SCALAR:                                                             \
+    if (!clamp_rows(p, T, n, data, s)) same_row(p, NK_PW_CLAMP_MAX_SCALAR, T, n, data, s); \
+    break;                                                                                 \
   case NK_PW_ADDCMUL:                                                                      \
     if (!addc_rows(p, T, n, data, s)) same_row(p, NK_PW_ADDCMUL, T, n, data, s);           \
     break;                                                                                 \
