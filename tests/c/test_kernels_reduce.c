@@ -475,6 +475,51 @@ static void check_scan(nk_scan_op op, nrt_dtype t, int dim, int transposed) {
   tk_free(ix);
 }
 
+/* cumsum/cumprod of float32/float64 (scan.c's typed lines, and blocks of
+ * neighbouring lines when the scan runs along dim 0): bit for bit the
+ * sequential float64 accumulation, over rows longer than a block (150 =
+ * 64 + 64 + 22) and enough lines to split over the pool mid-row. */
+static void test_scan_typed_bits(void) {
+  const int64_t rows = 300, cols = 150, sizes[2] = {300, 150};
+  for (int f64 = 0; f64 < 2; f64++)
+    for (int prod = 0; prod < 2; prod++)
+      for (int dim = 0; dim < 2; dim++) {
+        const nrt_dtype t = f64 ? NRT_FLOAT64 : NRT_FLOAT32;
+        const int64_t es = tk_size(t);
+        char *in = tk_alloc((size_t)(rows * cols * es)), *out = tk_alloc((size_t)(rows * cols * es));
+        for (int64_t i = 0; i < rows * cols; i++) {
+          double v = prod ? 0.995 + (double)(tk_rand() % 1000) / 100000.0 : ((double)(tk_rand() % 20001) - 10000) / 3001.0;
+          put(t, in + i * es, v);
+        }
+        nrt_operand ops[2] = {tk_operand(out, t, 2, sizes, NULL), tk_operand(in, t, 2, sizes, NULL)};
+        nk_scan_params p = {.op = prod ? NK_SCAN_CUMPROD : NK_SCAN_CUMSUM, .dim = dim};
+        nrt_task task = tk_task(NK_KERNEL_SCAN, 2, ops, &p, sizeof p);
+        CHECK_OK(tk_run(&task));
+        int64_t bad = 0;
+        for (int64_t line = 0; line < (dim ? rows : cols); line++) {
+          double acc = prod ? 1 : 0;
+          for (int64_t k = 0; k < (dim ? cols : rows); k++) {
+            const int64_t at = dim ? line * cols + k : k * cols + line;
+            const double x = load(t, in + at * es);
+            acc = prod ? acc * x : acc + x;
+            if (f64) {
+              double got;
+              memcpy(&got, out + at * es, 8);
+              bad += memcmp(&got, &acc, 8) != 0;
+            } else {
+              float got, want = (float)acc;
+              memcpy(&got, out + at * es, 4);
+              bad += memcmp(&got, &want, 4) != 0;
+            }
+          }
+        }
+        if (bad) fprintf(stderr, "  typed scan %s prod %d dim %d: %lld differ\n", tk_dtype_names[t], prod, dim, (long long)bad);
+        CHECK(bad == 0);
+        tk_free(in);
+        tk_free(out);
+      }
+}
+
 static void test_scan(void) {
   static const nrt_dtype all[] = {NRT_FLOAT32, NRT_FLOAT64, NRT_FLOAT16, NRT_BFLOAT16, NRT_INT32, NRT_INT64, NRT_UINT8, NRT_BOOL};
   for (int dim = 0; dim < 2; dim++)
@@ -682,6 +727,7 @@ static void tests(void) {
   test_tall_vertical();
   test_reduce_empty_and_validation();
   test_scan();
+  test_scan_typed_bits();
   test_softmax();
 }
 

@@ -9,6 +9,8 @@
  * converts to double without loss) and keep the latest index among equals,
  * as ATen's greater_equal/less_equal helper does; a NaN sticks. */
 #include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
 
 #include "common/dtype_convert.h"
 #include "common/kernel_entries.h"
@@ -116,10 +118,65 @@ static void scan_line(const splan *p, const char *in, char *o, char *ix) {
   }
 }
 
+/* cumsum/cumprod of float32 or float64 into its own dtype, element-aligned
+ * strides: `width` neighbouring lines (lines whose index differs only in
+ * the innermost other dim, `lin` / `lout` elements apart) scanned
+ * together, each in its own accumulator and in the order scan_line adds
+ * them (float64 accumulators, ATen's acc_type), so the bits are
+ * scan_line's.  The generic line loads and stores through a dtype switch
+ * per element: cumsum over rows of 1024 floats took 4 ns per element on
+ * Zen 3, torch CPU 1.3.  Lines next to each other in memory (a scan along
+ * an outer dim) make a loop that vectorises, SCAN_ACROSS of them; lines
+ * further apart (along the last dim) are SCAN_INTERLEAVE independent
+ * chains of adds, which hide each add's latency. */
+#define SCAN_ACROSS 64
+#define SCAN_INTERLEAVE 8
+
+#define SCAN_TYPED_LINES(T)                                                              \
+  do {                                                                                   \
+    const int64_t si = p->s_in / (int64_t)sizeof(T), so = p->s_out / (int64_t)sizeof(T);   \
+    const T *x = (const T *)(const void *)in;                                            \
+    T *y = (T *)(void *)o;                                                               \
+    double acc[SCAN_ACROSS];                                                             \
+    for (int64_t l = 0; l < width; l++) acc[l] = sum ? 0.0 : 1.0;                        \
+    for (int64_t i = 0; i < p->len; i++) {                                               \
+      const T *xi = x + i * si;                                                          \
+      T *yi = y + i * so;                                                                \
+      if (sum)                                                                           \
+        for (int64_t l = 0; l < width; l++)                                              \
+          yi[l * lout] = (T)(acc[l] = acc[l] + (double)xi[l * lin]);                     \
+      else                                                                               \
+        for (int64_t l = 0; l < width; l++)                                              \
+          yi[l * lout] = (T)(acc[l] = acc[l] * (double)xi[l * lin]);                     \
+    }                                                                                    \
+  } while (0)
+
+static bool scan_typed(const splan *p) {
+  if ((p->op != NK_SCAN_CUMSUM && p->op != NK_SCAN_CUMPROD) || p->dt != p->out ||
+      (p->dt != NRT_FLOAT32 && p->dt != NRT_FLOAT64))
+    return false;
+  const int64_t es = (int64_t)nk_dtype_size(p->dt);
+  return p->s_in % es == 0 && p->s_out % es == 0 && (uintptr_t)p->in % (uintptr_t)es == 0 &&
+         (uintptr_t)p->o % (uintptr_t)es == 0 &&
+         (p->nd == 0 || (p->st_in[0] % es == 0 && p->st_out[0] % es == 0));
+}
+
+static void scan_lines_typed(const splan *p, const char *in, char *o, int64_t width, int64_t lin,
+                             int64_t lout) {
+  const bool sum = p->op == NK_SCAN_CUMSUM;
+  if (p->dt == NRT_FLOAT32) SCAN_TYPED_LINES(float);
+  else SCAN_TYPED_LINES(double);
+}
+
 static void lines_range(void *arg, int64_t begin, int64_t end, int worker) {
   (void)worker;
   const splan *p = arg;
-  for (int64_t l = begin; l < end; l++) {
+  const bool typed = scan_typed(p);
+  const int64_t es = (int64_t)nk_dtype_size(p->dt);
+  /* neighbouring lines: along the innermost other dim */
+  const int64_t lin = p->nd > 0 ? p->st_in[0] / es : 0, lout = p->nd > 0 ? p->st_out[0] / es : 0;
+  const int64_t block = lin == 1 && lout == 1 ? SCAN_ACROSS : SCAN_INTERLEAVE;
+  for (int64_t l = begin; l < end;) {
     const char *in = p->in;
     char *o = p->o, *ix = p->ix;
     int64_t r = l;
@@ -130,7 +187,19 @@ static void lines_range(void *arg, int64_t begin, int64_t end, int worker) {
       o += i * p->st_out[d];
       if (ix) ix += i * p->st_idx[d];
     }
-    scan_line(p, in, o, ix);
+    if (!typed) {
+      scan_line(p, in, o, ix);
+      l++;
+      continue;
+    }
+    int64_t width = 1;
+    if (p->nd > 0) { /* up to the end of the range, of this innermost row, of a block */
+      width = p->size[0] - l % p->size[0];
+      if (width > end - l) width = end - l;
+      if (width > block) width = block;
+    }
+    scan_lines_typed(p, in, o, width, lin, lout);
+    l += width;
   }
 }
 
