@@ -211,6 +211,43 @@ static nk_reduce_params rp(nk_reduce_op op) {
   return p;
 }
 
+/* all/any/count_nonzero over dense byte runs (reduce.c, fold_byte_run):
+ * bool, uint8 and int8, runs of 1000 and 100003 (parallel chunks), one odd
+ * element at the start, a block edge, the middle or the end, or none; a
+ * true byte that is not 1 (uint8 2, int8 -1). */
+static void test_reduce_byte_runs(void) {
+  static const nrt_dtype types[] = {NRT_BOOL, NRT_UINT8, NRT_INT8};
+  static const int64_t lengths[] = {1000, 100003};
+  for (size_t ti = 0; ti < 3; ti++)
+    for (size_t li = 0; li < 2; li++) {
+      const int64_t n = lengths[li], at[] = {-1, 0, 63, 64, n / 2, n - 1};
+      unsigned char *x = tk_alloc((size_t)n);
+      unsigned char *o = tk_alloc(8);
+      const unsigned char one = types[ti] == NRT_BOOL ? 1 : types[ti] == NRT_UINT8 ? 2 : 0xFF;
+      for (size_t k = 0; k < sizeof at / sizeof at[0]; k++)
+        for (int op = 0; op < 3; op++) {
+          const nk_reduce_op rop = op == 0 ? NK_REDUCE_ANY : op == 1 ? NK_REDUCE_ALL : NK_REDUCE_COUNT_NONZERO;
+          /* any: zeros with one true; all: trues with one zero; count: every third true */
+          for (int64_t i = 0; i < n; i++) x[i] = op == 0 ? 0 : op == 1 ? one : (i % 3 == 0 ? one : 0);
+          if (at[k] >= 0 && op < 2) x[at[k]] = op == 0 ? one : 0;
+          const nrt_dtype out_t = op == 2 ? NRT_INT64 : NRT_BOOL;
+          int64_t zero = 0;
+          nrt_operand ops[2] = {tk_operand(o, out_t, 1, &n, &zero), tk_vector(x, types[ti], n)};
+          nk_reduce_params prm = rp(rop);
+          nrt_task t = tk_task(NK_KERNEL_REDUCE, 2, ops, &prm, sizeof prm);
+          CHECK_OK(tk_run(&t));
+          int64_t got = op == 2 ? (int64_t)tk_raw(NRT_INT64, o) : o[0];
+          int64_t want = op == 0 ? at[k] >= 0 : op == 1 ? at[k] < 0 : (n + 2) / 3;
+          if (got != want)
+            fprintf(stderr, "  byte run op %d %s n %lld at %lld: %lld, want %lld\n", op, tk_dtype_names[types[ti]],
+                    (long long)n, (long long)at[k], (long long)got, (long long)want);
+          CHECK(got == want);
+        }
+      tk_free(x);
+      tk_free(o);
+    }
+}
+
 static void test_reduce_ops(void) {
   static const nrt_dtype floats[] = {NRT_FLOAT32, NRT_FLOAT64, NRT_FLOAT16, NRT_BFLOAT16};
   static const nrt_dtype ints[] = {NRT_INT32, NRT_INT64, NRT_UINT8, NRT_INT8, NRT_INT16, NRT_BOOL};
@@ -727,6 +764,7 @@ static void tests(void) {
   test_tall_vertical();
   test_reduce_empty_and_validation();
   test_scan();
+  test_reduce_byte_runs();
   test_scan_typed_bits();
   test_softmax();
 }

@@ -30,6 +30,7 @@
  * results are combined in order.  Both choices depend on the shape only,
  * so results never depend on the thread count. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/dtype_convert.h"
 #include "common/kernel_entries.h"
@@ -445,8 +446,44 @@ static void var_run(const rplan *pl, racc *a, const char *p, int64_t n, int64_t 
   }
 }
 
+/* all/any/count_nonzero over a dense run of a byte dtype (bool, uint8,
+ * int8: an element is true when its byte is not zero) without a load
+ * through the dtype switch per element: all is libc's vectorised search
+ * for a zero byte, any tests 64 bytes at a time, count sums a compare that
+ * vectorises.  x.isnan().any() over 2^20 floats spent 1.3 ms of its 1.9 in
+ * the any on 2 Zen 3 threads.  Returns false for any other run. */
+static bool fold_byte_run(const rplan *pl, racc *a, const char *p, int64_t n, int64_t s) {
+  if (s != 1 || nk_dtype_size(pl->dt) != 1 || nk_dtype_is_floating(pl->dt)) return false;
+  const unsigned char *b = (const unsigned char *)p;
+  switch (pl->kind) {
+  case K_ALL:
+    if (a->u && n > 0) a->u = memchr(b, 0, (size_t)n) == NULL;
+    return true;
+  case K_ANY: {
+    int64_t i = 0;
+    for (; !a->u && i + 64 <= n; i += 64) {
+      uint64_t w[8], any = 0;
+      memcpy(w, b + i, sizeof w);
+      for (int k = 0; k < 8; k++) any |= w[k];
+      a->u = any != 0;
+    }
+    for (; !a->u && i < n; i++) a->u = b[i] != 0;
+    return true;
+  }
+  case K_COUNT: {
+    uint64_t c = 0;
+    for (int64_t i = 0; i < n; i++) c += b[i] != 0;
+    a->u += c;
+    return true;
+  }
+  default: return false;
+  }
+}
+
 /* Folds one run of n elements (stride s, flat reduced index i0) into a. */
 static void fold_run(const rplan *pl, racc *a, const char *p, int64_t n, int64_t s, int64_t i0) {
+  if ((pl->kind == K_ALL || pl->kind == K_ANY || pl->kind == K_COUNT) && fold_byte_run(pl, a, p, n, s))
+    return;
   switch (pl->kind) {
   case K_SUM:
     if (pl->cls == NK_CLASS_FLOAT) sum_run_float(pl, a, p, n, s);
