@@ -573,8 +573,51 @@ static void test_lerp_vector_bits(void) {
   tk_free(a), tk_free(b), tk_free(w), tk_free(o);
 }
 
+/* Binary ops over bool masks (pointwise.c, bool_rows): every op that takes
+ * bool compute, b dense or broadcast, bytes whose truth is 1 but whose
+ * value is not (2, 255: a bool view of other bytes), rows of 301. */
+static void test_bool_rows(void) {
+  enum { N = 301 };
+  static const nk_pointwise_op ops_b[] = {NK_PW_BITWISE_AND, NK_PW_LOGICAL_AND, NK_PW_MINIMUM,
+                                          NK_PW_BITWISE_OR, NK_PW_LOGICAL_OR, NK_PW_MAXIMUM,
+                                          NK_PW_BITWISE_XOR, NK_PW_LOGICAL_XOR, NK_PW_NE, NK_PW_EQ,
+                                          NK_PW_LT, NK_PW_LE, NK_PW_GT, NK_PW_GE};
+  static const unsigned char bytes[4] = {0, 1, 2, 255};
+  unsigned char *a = tk_alloc(N), *b = tk_alloc(N), *o = tk_alloc(N);
+  for (int i = 0; i < N; i++) a[i] = bytes[i % 4], b[i] = bytes[(i / 4) % 4];
+  for (size_t k = 0; k < sizeof ops_b / sizeof ops_b[0]; k++)
+    for (int bcast = 0; bcast < 2; bcast++) {
+      int64_t n = N, zero = 0;
+      nrt_operand ops[3] = {tk_vector(o, NRT_BOOL, N), tk_vector(a, NRT_BOOL, N),
+                            bcast ? tk_operand(b + 7, NRT_BOOL, 1, &n, &zero) : tk_vector(b, NRT_BOOL, N)};
+      nk_pointwise_params prm = {ops_b[k], NRT_BOOL, {0, 0}, {0, 0}};
+      nrt_task task = tk_task(NK_KERNEL_POINTWISE, 3, ops, &prm, sizeof prm);
+      CHECK(tk_run(&task) == NRT_SUCCESS);
+      int bad = 0;
+      for (int i = 0; i < N; i++) {
+        const int x = a[i] != 0, y = (bcast ? b[7] : b[i]) != 0;
+        int want;
+        switch (ops_b[k]) {
+        case NK_PW_BITWISE_AND: case NK_PW_LOGICAL_AND: case NK_PW_MINIMUM: want = x && y; break;
+        case NK_PW_BITWISE_OR: case NK_PW_LOGICAL_OR: case NK_PW_MAXIMUM: want = x || y; break;
+        case NK_PW_EQ: want = x == y; break;
+        case NK_PW_LT: want = x < y; break;
+        case NK_PW_LE: want = x <= y; break;
+        case NK_PW_GT: want = x > y; break;
+        case NK_PW_GE: want = x >= y; break;
+        default: want = x != y; break; /* the xors, ne */
+        }
+        bad += o[i] != want;
+      }
+      if (bad) fprintf(stderr, "  bool op %d bcast %d: %d wrong\n", (int)ops_b[k], bcast, bad);
+      CHECK(bad == 0);
+    }
+  tk_free(a), tk_free(b), tk_free(o);
+}
+
 static void tests(void) {
   test_addc_vector_bits();
+  test_bool_rows();
   test_lerp_vector_bits();
   test_same_dtype();
   test_mixed();

@@ -509,9 +509,44 @@ static void float_rows(void *ctx, int64_t n, char *const *data, const int64_t *s
   PW_SAME_OPS(NRT_FLOAT32, same_row_strided(p, p->op, NRT_FLOAT32, n, data, &s[0], &s[1], &s[2], &s[3]))
 }
 
+/* Binary ops over bool values into bool (masks: a & b, a | ~b, a == b,
+ * logical_and, ...) on dense rows, b dense or broadcast: byte loops that
+ * vectorise, on the 0/1 truth of each byte as pw_load_int reads it.  The
+ * mixed loop took ~9 ns per element (a & b over 2^20 masks: 9 ms on 2 Zen
+ * 3 threads, torch CPU 0.05 ms).  Returns false for anything else. */
+static bool bool_rows(const pw_plan *p, int64_t n, char *const *data, const int64_t *s) {
+  if (p->n_inputs != 2 || s[0] != 1 || s[1] != 1 || (s[2] != 1 && s[2] != 0)) return false;
+  unsigned char *o = (unsigned char *)data[0];
+  const unsigned char *a = (const unsigned char *)data[1], *b = (const unsigned char *)data[2];
+  const int64_t sb = s[2];
+#define PW_BOOL_ROW(EXPR)                                                                  \
+  do {                                                                                     \
+    for (int64_t i = 0; i < n; i++) {                                                      \
+      const unsigned x = a[i] != 0, y = b[i * sb] != 0;                                    \
+      o[i] = (unsigned char)(EXPR);                                                        \
+    }                                                                                      \
+    return true;                                                                           \
+  } while (0)
+  switch (p->op) {
+  case NK_PW_BITWISE_AND: case NK_PW_LOGICAL_AND: case NK_PW_MINIMUM: case NK_PW_FMIN: PW_BOOL_ROW(x & y);
+  case NK_PW_BITWISE_OR: case NK_PW_LOGICAL_OR: case NK_PW_MAXIMUM: case NK_PW_FMAX: PW_BOOL_ROW(x | y);
+  case NK_PW_BITWISE_XOR: case NK_PW_LOGICAL_XOR: case NK_PW_NE: PW_BOOL_ROW(x ^ y);
+  case NK_PW_EQ: PW_BOOL_ROW(x == y);
+  case NK_PW_LT: PW_BOOL_ROW(x < y);
+  case NK_PW_LE: PW_BOOL_ROW(x <= y);
+  case NK_PW_GT: PW_BOOL_ROW(x > y);
+  case NK_PW_GE: PW_BOOL_ROW(x >= y);
+  default: return false;
+  }
+#undef PW_BOOL_ROW
+}
+
 static void same_loop(void *ctx, int64_t n, char *const *data, const int64_t *s) {
   pw_plan *p = ctx;
   switch (p->compute) {
+  case NRT_BOOL:
+    if (!bool_rows(p, n, data, s)) mixed_loop(p, n, data, s);
+    break;
   case NRT_FLOAT32: PW_SAME_OPS(NRT_FLOAT32, mixed_loop(p, n, data, s)) break;
   case NRT_FLOAT64: PW_SAME_OPS(NRT_FLOAT64, mixed_loop(p, n, data, s)) break;
   case NRT_INT64: PW_SAME_OPS(NRT_INT64, mixed_loop(p, n, data, s)) break;
