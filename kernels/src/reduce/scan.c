@@ -124,19 +124,28 @@ static void scan_line(const splan *p, const char *in, char *o, char *ix) {
  * together, each in its own accumulator and in the order scan_line adds
  * them (float64 accumulators, ATen's acc_type), so the bits are
  * scan_line's.  The generic line loads and stores through a dtype switch
- * per element: cumsum over rows of 1024 floats took 4 ns per element on
- * Zen 3, torch CPU 1.3.  Lines next to each other in memory (a scan along
- * an outer dim) make a loop that vectorises, SCAN_ACROSS of them; lines
- * further apart (along the last dim) are SCAN_INTERLEAVE independent
- * chains of adds, which hide each add's latency. */
+ * per element.  Lines next to each other in memory (a scan along an outer
+ * dim) make a loop that vectorises, SCAN_ACROSS of them: cumsum(0) of
+ * 1024 x 1024 floats 8.9 -> 0.7 ms on 2 Zen 3 threads (torch CPU 4.3-5.4).
+ * Lines further apart go one at a time, the accumulator in a register:
+ * cumsum(1) 4.0 -> 0.9 ms (torch CPU 0.7).  Interleaving 8 such rows (4
+ * KiB apart: their loads and stores share the low 12 address bits) with
+ * the accumulators in an array was slower than one row: 4.6 ms. */
 #define SCAN_ACROSS 64
-#define SCAN_INTERLEAVE 8
 
 #define SCAN_TYPED_LINES(T)                                                              \
   do {                                                                                   \
     const int64_t si = p->s_in / (int64_t)sizeof(T), so = p->s_out / (int64_t)sizeof(T);   \
     const T *x = (const T *)(const void *)in;                                            \
     T *y = (T *)(void *)o;                                                               \
+    if (width == 1) { /* one line: the accumulator stays in a register */               \
+      double a1 = sum ? 0.0 : 1.0;                                                       \
+      if (sum)                                                                           \
+        for (int64_t i = 0; i < p->len; i++) y[i * so] = (T)(a1 = a1 + (double)x[i * si]); \
+      else                                                                               \
+        for (int64_t i = 0; i < p->len; i++) y[i * so] = (T)(a1 = a1 * (double)x[i * si]); \
+      break;                                                                             \
+    }                                                                                    \
     double acc[SCAN_ACROSS];                                                             \
     for (int64_t l = 0; l < width; l++) acc[l] = sum ? 0.0 : 1.0;                        \
     for (int64_t i = 0; i < p->len; i++) {                                               \
@@ -175,7 +184,7 @@ static void lines_range(void *arg, int64_t begin, int64_t end, int worker) {
   const int64_t es = (int64_t)nk_dtype_size(p->dt);
   /* neighbouring lines: along the innermost other dim */
   const int64_t lin = p->nd > 0 ? p->st_in[0] / es : 0, lout = p->nd > 0 ? p->st_out[0] / es : 0;
-  const int64_t block = lin == 1 && lout == 1 ? SCAN_ACROSS : SCAN_INTERLEAVE;
+  const int64_t block = lin == 1 && lout == 1 ? SCAN_ACROSS : 1;
   for (int64_t l = begin; l < end;) {
     const char *in = p->in;
     char *o = p->o, *ix = p->ix;
