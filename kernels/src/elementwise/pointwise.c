@@ -460,43 +460,33 @@ static bool lerp_rows(const pw_plan *p, nrt_dtype t, int64_t n, char *const *dat
              scalar_w ? NULL : (const float *)(const void *)data[3], (float)p->s0.f);
 }
 
-#define PW_SAME_OPS(T, OTHER)                                                                   \
-  switch (p->op) {                                                                         \
-  case NK_PW_MAXIMUM: same_row(p, NK_PW_MAXIMUM, T, n, data, s); break;                    \
-  case NK_PW_MINIMUM: same_row(p, NK_PW_MINIMUM, T, n, data, s); break;                    \
-  case NK_PW_EQ: same_row(p, NK_PW_EQ, T, n, data, s); break;                              \
-  case NK_PW_NE: same_row(p, NK_PW_NE, T, n, data, s); break;                              \
-  case NK_PW_LT: same_row(p, NK_PW_LT, T, n, data, s); break;                              \
-  case NK_PW_LE: same_row(p, NK_PW_LE, T, n, data, s); break;                              \
-  case NK_PW_GT: same_row(p, NK_PW_GT, T, n, data, s); break;                              \
-  case NK_PW_GE: same_row(p, NK_PW_GE, T, n, data, s); break;                              \
-  case NK_PW_CLAMP_SCALAR:                                                                 \
-    if (!clamp_rows(p, T, n, data, s)) same_row(p, NK_PW_CLAMP_SCALAR, T, n, data, s);     \
-    break;                                                                                 \
-  case NK_PW_CLAMP_MIN_SCALAR:                                                             \
-    if (!clamp_rows(p, T, n, data, s)) same_row(p, NK_PW_CLAMP_MIN_SCALAR, T, n, data, s); \
-    break;                                                                                 \
-  case NK_PW_CLAMP_MAX_SCALAR:                                                             \
-    if (!clamp_rows(p, T, n, data, s)) same_row(p, NK_PW_CLAMP_MAX_SCALAR, T, n, data, s); \
-    break;                                                                                 \
-  case NK_PW_ADDCMUL:                                                                      \
-    if (!addc_rows(p, T, n, data, s)) same_row(p, NK_PW_ADDCMUL, T, n, data, s);           \
-    break;                                                                                 \
-  case NK_PW_LERP_SCALAR:                                                                   \
-    if (!lerp_rows(p, T, n, data, s)) same_row(p, NK_PW_LERP_SCALAR, T, n, data, s);         \
-    break;                                                                                 \
-  case NK_PW_POW_SCALAR:                                                                   \
-    if (!pow_small_rows(p, T, n, data, s)) same_row(p, NK_PW_POW_SCALAR, T, n, data, s);     \
-    break;                                                                                 \
-  case NK_PW_CLAMP: same_row(p, NK_PW_CLAMP, T, n, data, s); break;                        \
-  case NK_PW_LERP:                                                                         \
-    if (!lerp_rows(p, T, n, data, s)) same_row(p, NK_PW_LERP, T, n, data, s);                \
-    break;                                                                                 \
-  case NK_PW_ADDCDIV:                                                                      \
-    if (!addc_rows(p, T, n, data, s)) same_row(p, NK_PW_ADDCDIV, T, n, data, s);           \
-    break;                                                                                 \
-  default: OTHER; break;                                                                   \
+/* Dense rows that have loops of their own (each declines rows it does not
+ * take: strides, dtypes, exponents), tried before the op's same_row. */
+static bool dense_rows(const pw_plan *p, nrt_dtype t, int64_t n, char *const *data,
+                       const int64_t *s) {
+  switch (p->op) {
+  case NK_PW_ADDCMUL: case NK_PW_ADDCDIV: return addc_rows(p, t, n, data, s);
+  case NK_PW_POW_SCALAR: return pow_small_rows(p, t, n, data, s);
+  case NK_PW_CLAMP_SCALAR: case NK_PW_CLAMP_MIN_SCALAR: case NK_PW_CLAMP_MAX_SCALAR:
+    return clamp_rows(p, t, n, data, s);
+  case NK_PW_LERP: case NK_PW_LERP_SCALAR: return lerp_rows(p, t, n, data, s);
+  default: return false;
   }
+}
+
+#define PW_SAME_CASE(OP, T) case OP: same_row(p, OP, T, n, data, s); break;
+#define PW_SAME_OPS(T, OTHER)                                                               \
+  if (!dense_rows(p, T, n, data, s)) switch (p->op) {                                      \
+    PW_SAME_CASE(NK_PW_MAXIMUM, T) PW_SAME_CASE(NK_PW_MINIMUM, T) PW_SAME_CASE(NK_PW_EQ, T)   \
+    PW_SAME_CASE(NK_PW_NE, T) PW_SAME_CASE(NK_PW_LT, T) PW_SAME_CASE(NK_PW_LE, T)             \
+    PW_SAME_CASE(NK_PW_GT, T) PW_SAME_CASE(NK_PW_GE, T) PW_SAME_CASE(NK_PW_CLAMP_SCALAR, T)   \
+    PW_SAME_CASE(NK_PW_CLAMP_MIN_SCALAR, T) PW_SAME_CASE(NK_PW_CLAMP_MAX_SCALAR, T)           \
+    PW_SAME_CASE(NK_PW_ADDCMUL, T) PW_SAME_CASE(NK_PW_LERP_SCALAR, T)                         \
+    PW_SAME_CASE(NK_PW_POW_SCALAR, T) PW_SAME_CASE(NK_PW_CLAMP, T) PW_SAME_CASE(NK_PW_LERP, T) \
+    PW_SAME_CASE(NK_PW_ADDCDIV, T)                                                          \
+  default: OTHER; break;                                                                    \
+  }
+
 
 /* Rows of float32 values under the plan's op (whatever its compute dtype):
  * float16/bfloat16 rows (out and inputs of the compute dtype, not a
