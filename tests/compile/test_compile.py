@@ -262,6 +262,65 @@ def test_reductions_accumulate_in_interleaved_vectors(case, native, monkeypatch)
     assert_same(one.double(), expected, **tol)
 
 
+def _layer_norm_primitives(x, w, b):
+    mean = x.mean(-1, keepdim=True)
+    var = ((x - mean) ** 2).mean(-1, keepdim=True)
+    return (x - mean) * torch.rsqrt(var + 1e-5) * w + b
+
+
+def _softmax_primitives(x, w, b):
+    e = (x - x.amax(-1, keepdim=True)).exp()
+    return e / e.sum(-1, keepdim=True)
+
+
+# name -> (function of (x, w, b), x's shape, streamed store expected, prefetch expected)
+_CACHE_HINTS = {
+    # rows of 1003 floats: the row starts fall on every 4-byte offset mod 32,
+    # so the aligned (streamed) and unaligned (storeu) stores alternate
+    "softmax 1100x1003": (_softmax_primitives, (1100, 1003), True, True),
+    "layer_norm 1100x1003": (_layer_norm_primitives, (1100, 1003), True, True),
+    "pointwise 2^20+5": (lambda x, w, b: _pointwise_chain(x, x, x), ((1 << 20) + 5,), True, False),
+    "input with an offset": (lambda x, w, b: _softmax_primitives(x[1:], w, b), (1101, 1003), True, True),
+    "rows of 8000 (not prefetched)": (_softmax_primitives, (140, 8000), True, False),
+    "small (no hints)": (_softmax_primitives, (64, 1030), False, False),
+}
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+@pytest.mark.parametrize("case", list(_CACHE_HINTS))
+def test_large_buffers_stream_stores_and_prefetch_rows(case, dynamic, native, monkeypatch):
+    """A kernel writes a float32 output of at least cache_hints.LARGE_BYTES
+    with non-temporal stores (aligned full vectors; unaligned ones and tails
+    stay storeu), and a row reduction over a large input prefetches the next
+    row of it; the bits are those of the same kernel without hints, and
+    within the float32 tolerance of CPU eager.  dynamic=True decides by the
+    size hint."""
+    from torch._inductor.cpu_vec_isa import VecAVX2, VecAVX512, pick_vec_isa
+
+    from torch_neuronx._inductor import cache_hints
+
+    f, shape, streams, prefetches = _CACHE_HINTS[case]
+    g = torch.Generator().manual_seed(0)
+    x, w, b = torch.randn(shape, generator=g) * 3, torch.randn(shape[-1], generator=g), torch.randn(shape[-1], generator=g)
+    x[..., 5] = float("nan")
+    args = [t.to("neuron") for t in (x, w, b)]
+
+    def compiled(large_bytes):
+        monkeypatch.setattr(cache_hints, "LARGE_BYTES", large_bytes)
+        with torch._inductor.config.patch(force_disable_caches=True):
+            torch._dynamo.reset()
+            return run_and_get_code(torch.compile(f, dynamic=dynamic), *args)
+
+    plain, (plain_code,) = compiled(1 << 62)
+    out, (code,) = compiled(4 << 20)
+    vector = isinstance(pick_vec_isa(), (VecAVX2, VecAVX512))
+    assert ("neuron_cache::store(" in code) == (streams and vector), case
+    assert ("neuron_cache::prefetch<" in code) == (prefetches and vector), case
+    assert "neuron_cache::" not in plain_code
+    assert torch.equal(_bits(out), _bits(plain)), case
+    assert_same(out, f(x, w, b), atol=1e-5, rtol=1e-5)
+
+
 VEC_MATH = [torch.exp, torch.exp2, torch.expm1, torch.log, torch.log2, torch.log10, torch.log1p,
             torch.erf, torch.erfc, torch.sin, torch.cos, torch.atan, torch.tanh, torch.sigmoid]
 

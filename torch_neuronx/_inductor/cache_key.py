@@ -25,7 +25,7 @@ from torch._inductor.custom_graph_pass import CustomGraphModulePass
 
 # Bump on any change to what torch_neuronx/_inductor generates (wrapper lines,
 # kernel prologue, trampoline, launch protocol).
-CODEGEN_VERSION = "neuron-codegen-17"
+CODEGEN_VERSION = "neuron-codegen-18"
 
 
 def kernel_threads() -> int:

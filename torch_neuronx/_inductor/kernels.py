@@ -36,6 +36,7 @@ from torch._inductor.codegen.cpp import (
 from torch.utils._sympy.functions import Where
 from torch.utils._sympy.symbol import SymT, symbol_is_type
 
+from torch_neuronx._inductor.cache_hints import CacheHints
 from torch_neuronx._inductor.tiling import widened_pointwise_tiling
 from torch_neuronx._inductor.vec_math import NeuronCppVecOverrides
 
@@ -119,7 +120,7 @@ class NeuronCppKernel(_NonThrowingChecks, CppKernel):
             self.__class__ = NeuronCppKernel
 
 
-class NeuronCppVecKernel(_NonThrowingChecks, CppVecKernel):
+class NeuronCppVecKernel(_NonThrowingChecks, CacheHints, CppVecKernel):
     overrides = NeuronCppVecOverrides  # type: ignore[assignment]
 
 

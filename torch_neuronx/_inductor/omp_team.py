@@ -60,7 +60,14 @@ SOURCE = r"""
 #include <sched.h>
 #include <time.h>
 #include <unistd.h>
+#include <immintrin.h>
+// Kernels may write large outputs with non-temporal stores (cache_hints.py),
+// which are weakly ordered: a member fences its own before the others may
+// read what it wrote, when it finishes its share of a region and before a
+// barrier (the entry point fences the calling thread after the kernel).
+#define NEURON_TEAM_FENCES 1
 namespace neuron_team {
+static inline void fence_streams() { _mm_sfence(); }
 // What the launch module hands the library (torch_neuronx/csrc/compiled.cpp, TeamApi).
 struct Api {
   uint64_t version;
@@ -117,6 +124,7 @@ static void run_member(void* arg, int m, int n) {
   size = n;
   singles_met = 0;
   region->body(region->data);
+  fence_streams();
   region = outer;
   member = outer_member;
   size = outer_size;
@@ -155,6 +163,7 @@ __attribute__((visibility("hidden"))) void GOMP_parallel(void (*body)(void*), vo
 // opener sees a sleeper, or the sleeper's futex_wait sees the new phase.)
 __attribute__((visibility("hidden"))) void GOMP_barrier(void) {
   using namespace neuron_team;
+  fence_streams();
   if (region == nullptr || size == 1) return;
   Region* const r = region;
   const unsigned phase = r->phase.load();

@@ -26,7 +26,7 @@ import torch
 from torch._inductor.codegen.cpp_utils import DTYPE_TO_CPP
 
 from torch_neuronx import _C
-from torch_neuronx._inductor import omp_team, vec_math
+from torch_neuronx._inductor import cache_hints, omp_team, vec_math
 
 # The kernels' C++ element types -> dtypes (the launch checks each tensor).
 _CPP_TO_DTYPE = {cpp: dtype for dtype, cpp in DTYPE_TO_CPP.items()}
@@ -37,6 +37,7 @@ PROLOGUE = r"""
 #include <cstdint>
 #include <cstring>
 #include <mutex>
+#include <immintrin.h>
 #include <stdexcept>
 namespace neuron_task {
 // The first failed check of the running launch (one launch at a time: neuron_entry).
@@ -115,6 +116,8 @@ def wrap_source(src: str, arg_types: list[str]) -> str:
     prologue = PROLOGUE + (omp_team.SOURCE if omp_team.supports(src) else "")
     if vec_math.uses(src):
         prologue += vec_math.source() + "\n"
+    if cache_hints.uses(src):
+        prologue += cache_hints.SOURCE
     src = src.replace(_INCLUDE, _INCLUDE + "\n" + prologue, 1)
     args = ",\n         ".join(_slot(i, t)[0] for i, t in enumerate(arg_types))
     entry = f"""
@@ -123,6 +126,7 @@ extern "C" __attribute__((visibility("default"))) void neuron_entry(const uint64
   std::lock_guard<std::mutex> hold(lock);
   neuron_task::failed.store(0, std::memory_order_relaxed);
   kernel({args});
+  _mm_sfence();  // the calling thread's non-temporal stores (cache_hints.py)
   if (neuron_task::failed.load(std::memory_order_acquire)) {{
     throw std::runtime_error(neuron_task::message);
   }}
