@@ -173,9 +173,13 @@ def _pointwise_chain(x, a, b):
     return (y * y + 1.0).rsqrt() * (a - b).exp().clamp(max=4.0)
 
 
-def _row_softmax(x, a, b):
+def _softmax_primitives(x, w, b):
     e = (x - x.amax(-1, keepdim=True)).exp()
-    return e / e.sum(-1, keepdim=True) + a * b
+    return e / e.sum(-1, keepdim=True)
+
+
+def _row_softmax(x, a, b):
+    return _softmax_primitives(x, a, b) + a * b
 
 
 def _compiled_with_widen(f, args, widen, monkeypatch):
@@ -266,11 +270,6 @@ def _layer_norm_primitives(x, w, b):
     mean = x.mean(-1, keepdim=True)
     var = ((x - mean) ** 2).mean(-1, keepdim=True)
     return (x - mean) * torch.rsqrt(var + 1e-5) * w + b
-
-
-def _softmax_primitives(x, w, b):
-    e = (x - x.amax(-1, keepdim=True)).exp()
-    return e / e.sum(-1, keepdim=True)
 
 
 # name -> (function of (x, w, b), x's shape, streamed store expected, prefetch expected)

@@ -108,11 +108,8 @@ class CacheHints:
                 or not tiled == depth == len(itervars) - 1 or not _large_graph_buffer(name)):
             return None
         dtype = V.graph.get_dtype(name)
-        # the kernel's ranges name its size arguments (ks0, ...): back to the graph's symbols
-        row = sympy.sympify(self.ranges[tiled])  # type: ignore[attr-defined]
-        graph_expr = {arg: expr for expr, arg in self.args.sizevars.items()}  # type: ignore[attr-defined]
-        row = row.xreplace({s: graph_expr[s.name] for s in row.free_symbols if s.name in graph_expr})
-        row = V.graph.sizevars.optimization_hint(row, fallback=0)
+        # call_ranges: the graph's sizes (ranges name the kernel's size arguments, ks0, ...)
+        row = V.graph.sizevars.optimization_hint(self.call_ranges[tiled], fallback=0)  # type: ignore[attr-defined]
         if not 0 < row * dtype.itemsize <= PREFETCH_ROW_BYTES:
             return None
         if self._try_get_const_stride(index, itervars[tiled]) != 1:  # type: ignore[attr-defined]
@@ -150,15 +147,12 @@ class CacheHints:
             self._neuron_stream_target = previous
 
     def _get_store_line(self, value, var, index, dtype, accu_store=False):
-        code = super()._get_store_line(value, var, index, dtype, accu_store)  # type: ignore[misc]
-        if (self._neuron_stream_target is None or accu_store or dtype != torch.float32
-                or self.tail_size is not None):  # type: ignore[attr-defined]
+        # Upstream writes "{value}.store({var} + {index});" for exactly these
+        # (cpp.py:3008-3017); every other store is its own.
+        if (self._neuron_stream_target is not None and not accu_store and dtype == torch.float32
+                and self.tail_size is None  # type: ignore[attr-defined]
+                and self._try_get_const_stride(index, self.itervars[self.tiling_idx]) == 1):  # type: ignore[attr-defined]
+            code = IndentedBuffer()
+            code.writeline(f"neuron_cache::store({value}, {var} + {cexpr_index(index)});")
             return code
-        # Upstream's full-vector unit-stride line is exactly "{value}.store({var} + {index});"
-        # (cpp.py:3017); any other form (a scatter) is left as it is.
-        text, prefix = code.getvalue().strip(), f"{value}.store("
-        if "\n" in text or not text.startswith(prefix) or not text.endswith(");"):
-            return code
-        streamed = IndentedBuffer()
-        streamed.writeline(f"neuron_cache::store({value}, {text[len(prefix):-2]});")
-        return streamed
+        return super()._get_store_line(value, var, index, dtype, accu_store)  # type: ignore[misc]
