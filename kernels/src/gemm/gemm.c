@@ -108,6 +108,10 @@ NK_UKR_PORTABLE(ukr_i64_4x4, int64_t, 4, 4, NK_MULADD_INT)
   }                                                                                         \
   static void name##_axpy(int64_t n, T s, const T *x, T *y) {                               \
     for (int64_t i = 0; i < n; i++) y[i] += s * x[i];                                       \
+  }                                                                                         \
+  static void name##_axpy_tile(int64_t rows, int64_t cols, T s, const T *x, int64_t xrs,    \
+                               T *y, int64_t ldy) {                                         \
+    for (int64_t i = 0; i < rows; i++) name##_axpy(cols, s, x + i * xrs, y + i * ldy);      \
   }
 NK_DOT_PORTABLE(dot_f32, float)
 NK_DOT_PORTABLE(dot_f64, double)
@@ -118,6 +122,7 @@ typedef struct gemm_arch {
   int mr, nr;
   nk_gemm_ukr ukr;
   void *dot, *axpy; /* float/double matrix-vector helpers (NULL: none) */
+  void *axpy_tile;  /* axpy over a tile's rows (gemm_simd.h; NULL with axpy) */
   nk_gemm_ukr_rows ukr_rows; /* the unpacked-B form (NULL: none) */
   /* AMX (gemm_amx_bf16.c): the k pairs padded to a multiple of kp_align
    * (1: none), A packed in tile order (pack_pairs_tiles), and the tile
@@ -143,8 +148,10 @@ static int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; 
  * serial threshold (the float32 kernels' measured break-even). */
 #define ARCH_DEFAULTS .kp_align = 1, .row_group = 1, .serial_flops = 2e6
 #define ARCH(mr_, nr_, ukr_, dot_, axpy_, rows_)                                          \
-  (gemm_arch){.mr = mr_, .nr = nr_, .ukr = ukr_, .dot = dot_, .axpy = axpy_, .ukr_rows = rows_, \
-              ARCH_DEFAULTS}
+  (gemm_arch){.mr = mr_, .nr = nr_, .ukr = ukr_, .dot = (void *)dot_, .axpy = (void *)axpy_,    \
+              .axpy_tile = (void *)axpy_##_tile, .ukr_rows = rows_, ARCH_DEFAULTS}
+#define ARCH_NO_MV(mr_, nr_, ukr_, rows_)                                                  \
+  (gemm_arch){.mr = mr_, .nr = nr_, .ukr = ukr_, .ukr_rows = rows_, ARCH_DEFAULTS}
 
 /* Whether an m-row product takes the 8-row tiles: fewer padded rows than
  * 12-row ones (16 rows are 2 tiles of 8, not 24 rows of 12), few rows. */
@@ -163,32 +170,32 @@ static gemm_arch pick_arch(nk_class cls, int pairs, int64_t m) {
                         * against 0.33-0.53x; 384^3 gains from the split) */
                        .serial_flops = 8e7};
   if (pairs && eight_rows_pay(m))
-    return ARCH(8, 32, nk_gemm_ukr_avx512bf16_f32_m8, NULL, NULL, nk_gemm_ukr_rows_avx512bf16_f32_m8);
-  if (pairs) return ARCH(12, 32, nk_gemm_ukr_avx512bf16_f32, NULL, NULL, nk_gemm_ukr_rows_avx512bf16_f32);
+    return ARCH_NO_MV(8, 32, nk_gemm_ukr_avx512bf16_f32_m8, nk_gemm_ukr_rows_avx512bf16_f32_m8);
+  if (pairs) return ARCH_NO_MV(12, 32, nk_gemm_ukr_avx512bf16_f32, nk_gemm_ukr_rows_avx512bf16_f32);
   switch (cls) {
   case NK_CLASS_FLOAT:
     /* Few rows: 8-row tiles where they pad less than 12-row ones (16 rows
      * are 2 tiles of 8, not 24 rows of 12); many rows: the 12-row kernel,
      * which needs fewer loads per multiply-add. */
     if (isa == NK_ISA_AVX512 && eight_rows_pay(m))
-      return ARCH(8, 32, nk_gemm_ukr_avx512_f32_m8, (void *)nk_gemm_dot_avx512_f32,
-                  (void *)nk_gemm_axpy_avx512_f32, nk_gemm_ukr_rows_avx512_f32_m8);
+      return ARCH(8, 32, nk_gemm_ukr_avx512_f32_m8, nk_gemm_dot_avx512_f32,
+                  nk_gemm_axpy_avx512_f32, nk_gemm_ukr_rows_avx512_f32_m8);
     if (isa == NK_ISA_AVX512)
-      return ARCH(12, 32, nk_gemm_ukr_avx512_f32, (void *)nk_gemm_dot_avx512_f32,
-                  (void *)nk_gemm_axpy_avx512_f32, nk_gemm_ukr_rows_avx512_f32);
+      return ARCH(12, 32, nk_gemm_ukr_avx512_f32, nk_gemm_dot_avx512_f32,
+                  nk_gemm_axpy_avx512_f32, nk_gemm_ukr_rows_avx512_f32);
     if (isa == NK_ISA_AVX2)
-      return ARCH(6, 16, nk_gemm_ukr_avx2_f32, (void *)nk_gemm_dot_avx2_f32,
-                  (void *)nk_gemm_axpy_avx2_f32, nk_gemm_ukr_rows_avx2_f32);
-    return ARCH(6, 16, ukr_f32_6x16, (void *)dot_f32, (void *)dot_f32_axpy, NULL);
+      return ARCH(6, 16, nk_gemm_ukr_avx2_f32, nk_gemm_dot_avx2_f32,
+                  nk_gemm_axpy_avx2_f32, nk_gemm_ukr_rows_avx2_f32);
+    return ARCH(6, 16, ukr_f32_6x16, dot_f32, dot_f32_axpy, NULL);
   case NK_CLASS_DOUBLE:
     if (isa == NK_ISA_AVX512)
-      return ARCH(12, 16, nk_gemm_ukr_avx512_f64, (void *)nk_gemm_dot_avx512_f64,
-                  (void *)nk_gemm_axpy_avx512_f64, nk_gemm_ukr_rows_avx512_f64);
+      return ARCH(12, 16, nk_gemm_ukr_avx512_f64, nk_gemm_dot_avx512_f64,
+                  nk_gemm_axpy_avx512_f64, nk_gemm_ukr_rows_avx512_f64);
     if (isa == NK_ISA_AVX2)
-      return ARCH(6, 8, nk_gemm_ukr_avx2_f64, (void *)nk_gemm_dot_avx2_f64,
-                  (void *)nk_gemm_axpy_avx2_f64, nk_gemm_ukr_rows_avx2_f64);
-    return ARCH(4, 8, ukr_f64_4x8, (void *)dot_f64, (void *)dot_f64_axpy, NULL);
-  default: return ARCH(4, 4, ukr_i64_4x4, NULL, NULL, NULL);
+      return ARCH(6, 8, nk_gemm_ukr_avx2_f64, nk_gemm_dot_avx2_f64,
+                  nk_gemm_axpy_avx2_f64, nk_gemm_ukr_rows_avx2_f64);
+    return ARCH(4, 8, ukr_f64_4x8, dot_f64, dot_f64_axpy, NULL);
+  default: return ARCH_NO_MV(4, 4, ukr_i64_4x4, NULL);
   }
 }
 
@@ -632,31 +639,31 @@ static void merge_tile(nk_class cls, const char *t, int nr, char *c, int64_t ldc
 /* dst (rows x cols of a finished tile of a direct output, leading dimension
  * ld elements) += c_scale * c over the same rows and columns; c has out's
  * dtype, which is the compute type.  Rows of c with unit stride go through
- * the ISA's axpy (a Linear's bias: the scalar loop, built for the baseline
- * ISA, had been 7% of a 1024x256 @ 256x768 addmm on Zen 3); with the usual
- * c_scale of 1 its fused multiply-add is the plain sum, so the bits are the
- * scalar loop's. */
+ * the ISA's axpy over the tile's rows in one call (a Linear's bias: the
+ * scalar loop, built for the baseline ISA, had been 7% of a 1024x256 @
+ * 256x768 addmm on Zen 3, and then a call per row 40% of a 1024x64 @
+ * 64x256 one); with the usual c_scale of 1 its fused multiply-add is the
+ * plain sum, so the bits are the scalar loop's. */
 static void add_c_tile(const gemm_plan *p, const char *cdata, char *dst, int64_t ld, int64_t i0,
                        int64_t j0, int64_t rows, int64_t cols) {
-  const int64_t rs = p->c.strides[1], cs = p->c.strides[2];
-  for (int64_t i = 0; i < rows; i++) {
-    const char *c = cdata + (i0 + i) * rs + j0 * cs;
-    if (p->arch.axpy && cs == (int64_t)p->es) {
-      if (p->cls == NK_CLASS_FLOAT)
-        ((void (*)(int64_t, float, const float *, float *))p->arch.axpy)(
-            cols, (float)p->c_scale.f, (const float *)(const void *)c, (float *)(void *)dst + i * ld);
-      else
-        ((void (*)(int64_t, double, const double *, double *))p->arch.axpy)(
-            cols, p->c_scale.f, (const double *)(const void *)c, (double *)(void *)dst + i * ld);
-    } else if (p->cls == NK_CLASS_FLOAT) {
+  const int64_t rs = p->c.strides[1], cs = p->c.strides[2], es = (int64_t)p->es;
+  const char *c = cdata + i0 * rs + j0 * cs;
+  if (p->arch.axpy_tile && cs == es && rs % es == 0) {
+    if (p->cls == NK_CLASS_FLOAT)
+      ((void (*)(int64_t, int64_t, float, const float *, int64_t, float *, int64_t))p->arch.axpy_tile)(
+          rows, cols, (float)p->c_scale.f, (const float *)(const void *)c, rs / es,
+          (float *)(void *)dst, ld);
+    else
+      ((void (*)(int64_t, int64_t, double, const double *, int64_t, double *, int64_t))
+           p->arch.axpy_tile)(rows, cols, p->c_scale.f, (const double *)(const void *)c, rs / es,
+                              (double *)(void *)dst, ld);
+    return;
+  }
+  for (int64_t i = 0; i < rows; i++, c += rs) {
+    if (p->cls == NK_CLASS_FLOAT) {
       float *d = (float *)(void *)dst + i * ld;
       const float cb = (float)p->c_scale.f;
-      if (cs == 4) {
-        const float *x = (const float *)(const void *)c;
-        for (int64_t j = 0; j < cols; j++) d[j] += cb * x[j];
-      } else {
-        for (int64_t j = 0; j < cols; j++) d[j] += cb * nk_read_f32(c + j * cs);
-      }
+      for (int64_t j = 0; j < cols; j++) d[j] += cb * nk_read_f32(c + j * cs);
     } else {
       double *d = (double *)(void *)dst + i * ld;
       for (int64_t j = 0; j < cols; j++) d[j] += p->c_scale.f * nk_read_f64(c + j * cs);

@@ -119,6 +119,12 @@ void nk_gemm_axpy_avx512_f32(int64_t n, float s, const float *x, float *y);
 void nk_gemm_axpy_avx512_f64(int64_t n, double s, const double *x, double *y);
 void nk_gemm_axpy_avx2_f32(int64_t n, float s, const float *x, float *y);
 void nk_gemm_axpy_avx2_f64(int64_t n, double s, const double *x, double *y);
+/* ... and over a tile's rows (gemm_simd.h): y[i] += s * x[i], x's rows xrs
+ * elements apart (0: one row for every row of y), y's ldy. */
+void nk_gemm_axpy_avx512_f32_tile(int64_t, int64_t, float, const float *, int64_t, float *, int64_t);
+void nk_gemm_axpy_avx512_f64_tile(int64_t, int64_t, double, const double *, int64_t, double *, int64_t);
+void nk_gemm_axpy_avx2_f32_tile(int64_t, int64_t, float, const float *, int64_t, float *, int64_t);
+void nk_gemm_axpy_avx2_f64_tile(int64_t, int64_t, double, const double *, int64_t, double *, int64_t);
 
 /* Dot products of 16-bit float vectors with float32 sums
  * (gemm_dot16.h): matrix-vector products of bfloat16/float16 operands. */
