@@ -136,6 +136,28 @@ def test_layer_norm_large_offset_is_stable():
     same(F.layer_norm(x.float().to(D), [256]), F.layer_norm(x, [256]).float(), scale=200)
 
 
+@pytest.mark.parametrize("kind", ["layer", "rms", "group"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_large_outputs_stream_the_same_values(kind, dtype):
+    # Outputs of 4 MiB and more are computed row by row in a buffer and
+    # streamed to memory (common/stream_store.h): rows of 1003 elements start
+    # at every alignment, so the unaligned head, the streamed body and the
+    # tail all run; the values are the in-place path's, so the CPU's.
+    rows = (4 << 20) // (1003 * dtype.itemsize) + 3
+    g = torch.Generator().manual_seed(7)
+    if kind == "group":
+        x = torch.randn(rows // 4, 4 * 17, 59, generator=g, dtype=dtype)
+        w, b = torch.randn(68, generator=g, dtype=dtype), torch.randn(68, generator=g, dtype=dtype)
+        f = lambda t, w, b: F.group_norm(t, 4, w, b)  # noqa: E731
+    else:
+        x = torch.randn(rows, 1003, generator=g, dtype=dtype)
+        w, b = torch.randn(1003, generator=g, dtype=dtype), torch.randn(1003, generator=g, dtype=dtype)
+        f = ((lambda t, w, b: F.layer_norm(t, [1003], w, b)) if kind == "layer"
+             else (lambda t, w, b: F.rms_norm(t, [1003], w)))
+    assert x.numel() * dtype.itemsize >= 4 << 20
+    same(f(x.to(D), w.to(D), b.to(D)), f(x, w, b))
+
+
 # -------------------------------------------------------------------- rms norm
 
 @pytest.mark.parametrize("dtype", FLOATS)

@@ -51,6 +51,7 @@
 #include "common/half_rows.h"
 #include "common/kernel_entries.h"
 #include "common/nd_iter.h"
+#include "common/stream_store.h"
 #include "neuron_kernels.h"
 #include "norm/norm_simd.h"
 #include "common/validate.h"

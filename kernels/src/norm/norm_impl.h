@@ -59,6 +59,16 @@ static void NI(rows_forward)(void *arg, int64_t begin, int64_t end, int worker) 
     atomic_store(&p->oom, 1);
     return;
   }
+  /* A large output in the compute type with contiguous rows: each row is
+   * computed in the buffer and streamed out (common/stream_store.h), not
+   * stored in place, which read every line of y before writing it.  Paired
+   * in one process on Zen 3 (2 threads), LayerNorm forward over outputs
+   * beyond the L3: 16384 x 768 8.3-8.7 -> 7.5-8.8 ms, 8192 x 4096 18.6-21.4
+   * -> 17.8-21.3 ms (0-13%, ~3% typical: the kernel runs near the
+   * bandwidth the eager kernels reach here); over 4096 x 768 (L3-resident
+   * in a loop) the same. */
+  const int stream = y->dtype == NI_DT && (y->strides[1] == (int64_t)sizeof(NI_T) || L <= 1) &&
+                     (double)p->R * (double)L * sizeof(NI_T) >= NK_STREAM_OUTPUT_BYTES;
   for (int64_t r = begin; r < end; r++) {
     const char *xp = (const char *)x->data + r * x->strides[0];
     char *yp = (char *)y->data + r * y->strides[0];
@@ -71,7 +81,7 @@ static void NI(rows_forward)(void *arg, int64_t begin, int64_t end, int worker) 
       double var = NI_F(sumsq)(xr, L, mean) / (double)L;
       rstd = (NI_T)(1.0 / sqrt(var + p->prm.eps));
     }
-    NI_T *yr = NI(run_out)((nrt_dtype)y->dtype, yp, y->strides[1], L, buf + L);
+    NI_T *yr = stream ? buf + L : NI(run_out)((nrt_dtype)y->dtype, yp, y->strides[1], L, buf + L);
     if (p->prm.kind == NK_NORM_GROUP) {
       const int64_t hw = p->prm.hw, cg = L / hw, c0 = (r % p->prm.groups) * cg;
       for (int64_t k = 0; k < cg; k++) {
@@ -82,10 +92,12 @@ static void NI(rows_forward)(void *arg, int64_t begin, int64_t end, int worker) 
     } else {
       NI_F(apply)(yr, xr, L, rstd, -mean * rstd, w, b);
     }
-    NI(run_store)((nrt_dtype)y->dtype, yp, y->strides[1], L, yr);
+    if (stream) nk_stream_bytes(yp, yr, (size_t)L * sizeof(NI_T));
+    else NI(run_store)((nrt_dtype)y->dtype, yp, y->strides[1], L, yr);
     if (mo->sizes[0]) NI(vec_put)(mo, r, mean);
     if (ro->sizes[0]) NI(vec_put)(ro, r, rstd);
   }
+  if (stream) nk_stream_fence();
   free(buf);
 }
 
