@@ -163,7 +163,7 @@ def timed_loop(case, device, repeats, compile_model=False, model=None):
     marks = []
 
     def on_step(step, loss):
-        if step == 0 or (step >= 1 and (step - 1) % window == 0):
+        if step == 0 or (step - 1) % window == 0:
             float(loss)  # synchronises: every step up to this one has run
             marks.append(time.perf_counter())
 

@@ -4,7 +4,7 @@ Two things a vector kernel over a buffer larger than the caches does badly
 as Inductor writes it, and the eager kernels do not:
 
 **Non-temporal stores.**  The eager kernels write a result of at least
-NK_STREAM_STORE_BYTES (4 MiB, kernels/src/elementwise/binary_simd.h) with
+NK_STREAM_STORE_BYTES (4 MiB, kernels/src/common/stream_store.h) with
 non-temporal stores: a result that large leaves the private caches anyway,
 and skipping the read-for-ownership of each output line saves a third of a
 one-input, one-output pass's traffic.  Inductor's kernels always store with

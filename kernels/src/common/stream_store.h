@@ -1,13 +1,14 @@
-/* stream_store.h — copying a finished row from cache to a large output with
- * non-temporal stores.
+/* stream_store.h — the kernels' one bound for non-temporal stores, and
+ * copying a finished row from cache to a large output with them.
  *
  * A plain store to a line that is not in the cache first reads it
  * (read-for-ownership): for an output too large to stay cached that read is
- * a third of a read-once-write-once kernel's memory traffic.  Kernels that
- * compute a row in a buffer (the normalisations, whose rows are read three
- * times and so are staged in L1 anyway) hand it to memory with
- * nk_stream_bytes, from NK_STREAM_OUTPUT_BYTES of output on (the bound of
- * the binary kernels' streaming stores, NK_STREAM_STORE_BYTES).  SSE2's
+ * a third of a read-once-write-once kernel's memory traffic.  Outputs of
+ * NK_STREAM_STORE_BYTES or more are written with streaming stores: the
+ * binary ops' and fill's vector rows (binary_simd.h, fill_rows.h), and
+ * kernels that compute a row in a buffer (the normalisations, whose rows
+ * are read three times and so are staged in L1 anyway) hand it to memory
+ * with nk_stream_bytes.  SSE2's
  * 16-byte streaming store is in the x86-64 baseline, so this needs no ISA
  * variant: the write-combining buffers merge a line's four stores.  The
  * bytes are the buffer's; the caller fences (nk_stream_fence) before its
@@ -19,7 +20,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define NK_STREAM_OUTPUT_BYTES (4 << 20)
+#define NK_STREAM_STORE_BYTES (4 << 20)
 
 static inline void nk_stream_bytes(void *dst, const void *src, size_t n) {
   char *d = (char *)dst;

@@ -14,9 +14,8 @@
 #ifndef NK_BINARY_SIMD_H
 #define NK_BINARY_SIMD_H
 
+#include "common/stream_store.h" /* NK_STREAM_STORE_BYTES */
 #include "elementwise/binary_ops.h"
-
-#define NK_STREAM_STORE_BYTES (4 << 20)
 
 typedef void (*nk_binary_vec_fn)(nk_binop k, int64_t n, void *out, const void *a, bool a_bcast,
                                  const void *b, bool b_bcast, const nk_alpha *alpha);

@@ -68,7 +68,7 @@ static void NI(rows_forward)(void *arg, int64_t begin, int64_t end, int worker) 
    * bandwidth the eager kernels reach here); over 4096 x 768 (L3-resident
    * in a loop) the same. */
   const int stream = y->dtype == NI_DT && (y->strides[1] == (int64_t)sizeof(NI_T) || L <= 1) &&
-                     (double)p->R * (double)L * sizeof(NI_T) >= NK_STREAM_OUTPUT_BYTES;
+                     (double)p->R * (double)L * sizeof(NI_T) >= NK_STREAM_STORE_BYTES;
   for (int64_t r = begin; r < end; r++) {
     const char *xp = (const char *)x->data + r * x->strides[0];
     char *yp = (char *)y->data + r * y->strides[0];
