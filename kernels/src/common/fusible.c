@@ -63,26 +63,12 @@ static const struct {
 };
 #define N_FUSIBLE (sizeof fusible / sizeof fusible[0])
 
-/* Whether a member with these operands is worth compiling.  A 16-bit
- * operand adds a rounding per member in registers (jit_prelude.h): on AVX2
- * that was measured faster than row mode (the bfloat16 sigmoid chain: 1.57
- * against ~2.2 ns per element on a Zen 3 core), but on AVX-512 row mode has
- * in-register 16-bit loops of its own, and the one measurement there (Zen
- * 4, before blocks of four) had the compiled chain slower (12.4 against
- * 9.5 ms): such groups stay in row mode there until measured otherwise. */
-static bool compiling_pays(const nrt_task *task) {
-  if (nk_cpu_isa() != NK_ISA_AVX512) return true;
-  for (int k = 0; k < task->n_operands; k++)
-    if (task->operands[k].dtype == NRT_BFLOAT16 || task->operands[k].dtype == NRT_FLOAT16) return false;
-  return true;
-}
-
 static bool capture(const nrt_task *task, nrt_exec_ctx *ctx, nrt_row_entry *entry) {
   for (size_t i = 0; i < N_FUSIBLE; i++)
     if ((uint32_t)fusible[i].id == task->kernel && fusible[i].rows) {
       memset(&entry->expr, 0, sizeof entry->expr);
       if (!nk_capture_rows(fusible[i].rows, task, ctx, entry)) return false;
-      if (!fusible[i].expr || !compiling_pays(task) || !fusible[i].expr(entry, &entry->expr))
+      if (!fusible[i].expr || !fusible[i].expr(entry, &entry->expr))
         entry->expr.code[0] = '\0';
       return true;
     }

@@ -32,21 +32,36 @@
 /* The generated loop works on blocks of NK_JIT_BLOCK vectors, each member
  * applied to every vector of the block before the next member: a group's
  * code per vector is one long dependent chain (the transcendental bodies),
- * and the independent vectors of a block fill the pipelines (a bfloat16
- * 6-op chain on one core, L1-resident: 1.59 ns per element a vector at a
- * time, 1.38 in blocks of two; in blocks of four GELU from primitives took
- * 10.6 ms against 7.7 over 2^24 floats, one run).  NK_JIT_LANES_LOOP runs a statement per vector of the
- * block (u), NK_JIT_AT is that vector's first element. */
+ * and the independent vectors of a block fill the pipelines.  AVX-512's 32
+ * registers hold twice AVX2's blocks.  Measured on one core, L1-resident
+ * rows unless said:
+ * - float32 (NK_JIT_BLOCK): on AVX2 a bfloat16 6-op chain took 1.59 ns per
+ *   element a vector at a time, 1.38 in blocks of two, and in blocks of
+ *   four GELU from primitives took 10.6 ms against 7.7 over 2^24 floats;
+ *   on a Zen 5 (AVX-512) blocks of four beat two: GELU from primitives
+ *   0.44 against 0.48 ns, the sigmoid chain 0.34 against 0.36 (0.36
+ *   against 0.40 over 2^23 floats, from memory).
+ * - a group that rounds to a 16-bit dtype (NK_JIT_BLOCK_ROUNDING) adds ~5
+ *   dependent integer operations per rounding member to each vector's
+ *   chain, and more vectors per block hide them.  The bfloat16 sigmoid
+ *   chain of bench/adaptive.py (6 roundings): Zen 3 (AVX2) 2.48 ns a vector
+ *   at a time, 2.19 in blocks of two, 1.57 of four, 1.54 of eight (float32
+ *   without the roundings: 0.77); Zen 5 (AVX-512) 0.71 in blocks of four,
+ *   0.60 of eight, 0.57 of sixteen (eight kept: a larger group's live
+ *   values must still fit in the registers).  There, the sigmoid is half of
+ *   the time and the six roundings a third.
+ * NK_JIT_LANES_LOOP runs a statement per vector of the block (u), unrolled
+ * so that the block lives in registers; NK_JIT_AT is that vector's first
+ * element. */
+#if NK_JIT_AVX512
+#define NK_JIT_BLOCK 4
+#define NK_JIT_BLOCK_ROUNDING 8
+#else
 #define NK_JIT_BLOCK 2
-/* A group that rounds to a 16-bit dtype adds ~5 dependent integer
- * operations per rounding member to each vector's chain, and more vectors
- * per block hide them: the bfloat16 sigmoid chain of bench/adaptive.py
- * (6 roundings), one core of a Zen 3 (AVX2), L1-resident rows: 2.48 ns per
- * element a vector at a time, 2.19 in blocks of two, 1.57 in blocks of
- * four, 1.54 in blocks of eight (float32 without the roundings: 0.77). */
 #define NK_JIT_BLOCK_ROUNDING 4
+#endif
 #define NK_JIT_PRAGMA(x) _Pragma(#x)
-#define NK_JIT_LANES_LOOP NK_JIT_PRAGMA(GCC unroll 4) for (int u = 0; u < NK_U; u++)
+#define NK_JIT_LANES_LOOP NK_JIT_PRAGMA(GCC unroll 8) for (int u = 0; u < NK_U; u++)
 #define NK_JIT_AT (i + (int64_t)u * NK_JIT_LANES)
 #define NK_JIT_INLINE static inline __attribute__((always_inline))
 
@@ -77,7 +92,9 @@ NK_JIT_INLINE void nk_jit_nt_f32(char *p, int64_t i, VT v, int rem) {
 }
 
 /* Each dense input asks for its line NK_JIT_PREFETCH_AHEAD elements ahead,
- * once per block (a block of float32 is one 64-byte line).  A segment
+ * once per block (a block of float32 is one 64-byte line at AVX2, four at
+ * AVX-512, where a prefetch per line measured the same on a Zen 5: 0.359
+ * against 0.364 ns per element over 2^23 floats).  A segment
  * reads its streams in whole-tile runs, but a group over several inputs
  * still waited on memory: paired in one process on a Zen 3 (2 threads),
  * the sigmoid chain over four 2^24-float tensors took 8.1 ms against 8.7
