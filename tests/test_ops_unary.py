@@ -7,6 +7,8 @@ transposed, strided, expanded (stride 0), empty and 0-dim inputs, in-place
 and out= (also a wider out dtype), the parameters, the backward ops autograd
 calls (directly and through torch.autograd.grad), ATen's errors, and the
 CPU fallback of the dtypes the device lacks (complex)."""
+import math
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -303,6 +305,41 @@ def test_large_rows_take_the_fast_paths():
                F.silu, torch.relu, torch.erf, F.softplus):
         same(fn(d), fn(x))
     same(torch.ops.aten.gelu_backward(d, d), torch.ops.aten.gelu_backward(x, x))
+
+
+def _near(values, count=2048):
+    """count consecutive float32 values on each side of each value"""
+    out = []
+    for v in values:
+        u = torch.tensor([v], dtype=torch.float32).view(torch.int32).item()
+        out.append(torch.arange(u - count, u + count, dtype=torch.int32).view(torch.float32))
+    return torch.cat(out)
+
+
+@pytest.mark.parametrize("name", ["sigmoid", "silu", "tanh", "gelu_tanh", "mish"])
+def test_a_value_does_not_depend_on_its_neighbours(name):
+    # Each element's result is a function of that element alone: a NaN
+    # beside it, in the same vector wherever the vectors start, changes
+    # nothing.  AVX-512 divides these activations with a reciprocal and
+    # Newton steps (simd_avx512_f32.h, vdiv_fast), one ulp off the divider
+    # in rare cases (1 / b for b just below a power of two), and divides its
+    # special lanes exactly: it once re-divided the whole vector, and 15
+    # sigmoids of the x below (1 + e^-x just below 4, 512, 65536, 2^23)
+    # came out one ulp different beside a NaN.
+    fn = {"sigmoid": torch.sigmoid, "silu": F.silu, "tanh": torch.tanh, "mish": F.mish,
+          "gelu_tanh": lambda t: F.gelu(t, approximate="tanh")}[name]
+    logs = [math.log(b - 1) for b in (3.99999976, 511.999969, 65535.9961, 8388607.5)]
+    x = torch.cat([torch.randn(1 << 16, generator=torch.Generator().manual_seed(5)) * 4,
+                   _near([s * v for v in logs for s in (-1, 1, -0.5, 0.5)])])
+    clean = fn(x.to("neuron")).cpu()
+    for start in range(16):  # a NaN in every run of 16 elements, at every phase
+        dirty = x.clone()
+        dirty[start::16] = float("nan")
+        got = fn(dirty.to("neuron")).cpu()
+        keep = torch.ones_like(x, dtype=torch.bool)
+        keep[start::16] = False
+        assert torch.equal(got[keep].view(torch.int32), clean[keep].view(torch.int32)), (name, start)
+        assert got[~keep].isnan().all()
 
 
 def test_complex_falls_back_to_cpu():

@@ -70,14 +70,20 @@ static inline VT vldexp(VT y, VT n) { return _mm512_scalef_ps(y, n); }
  * one but in rare cases, which are one ulp off (test_kernels_unary_ulp
  * bounds the ops built on it).  Every special operand (b zero, subnormal
  * below 2^-128, infinite or NaN; a infinite or NaN) and an overflowing
- * quotient make q NaN here, and a vector with a NaN lane is divided
- * exactly instead, so the special values are vdivps's own. */
+ * quotient make q NaN here, and those lanes alone are divided exactly, so
+ * the special values are vdivps's own.  Only those lanes: dividing the
+ * whole vector again would give its other lanes the correctly rounded
+ * quotient where q is one ulp off, so a lane's bits would depend on
+ * whether a neighbour is NaN, i.e. on where the vectors start (a view's
+ * offset, a thread's share, a fused tile).  The divide stays behind the
+ * branch, off the common path. */
 static inline VT vdiv_fast(VT a, VT b) {
   const VT y0 = _mm512_rcp14_ps(b);
   const VT y1 = VFMADD(y0, VFNMADD(b, y0, VSET(1.0f)), y0);
   const VT q0 = VMUL(a, y1);
   const VT q = VFMADD(VFNMADD(b, q0, a), y1, q0);
-  if (__builtin_expect(_mm512_cmp_ps_mask(q, q, _CMP_UNORD_Q) != 0, 0)) return VDIV(a, b);
+  const __mmask16 special = _mm512_cmp_ps_mask(q, q, _CMP_UNORD_Q);
+  if (__builtin_expect(special != 0, 0)) return _mm512_mask_div_ps(q, special, a, b);
   return q;
 }
 
