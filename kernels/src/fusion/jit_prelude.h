@@ -35,12 +35,12 @@
  * and the independent vectors of a block fill the pipelines.  AVX-512's 32
  * registers hold twice AVX2's blocks.  Measured on one core, L1-resident
  * rows unless said:
- * - float32 (NK_JIT_BLOCK): on AVX2 a bfloat16 6-op chain took 1.59 ns per
- *   element a vector at a time, 1.38 in blocks of two, and in blocks of
- *   four GELU from primitives took 10.6 ms against 7.7 over 2^24 floats;
- *   on a Zen 5 (AVX-512) blocks of four beat two: GELU from primitives
- *   0.44 against 0.48 ns, the sigmoid chain 0.34 against 0.36 (0.36
- *   against 0.40 over 2^23 floats, from memory).
+ * - float32 groups (NK_JIT_BLOCK): on AVX2 (Zen 3) blocks of two beat one
+ *   vector at a time (a bfloat16 6-op chain 1.38 against 1.59 ns per element) and
+ *   four (GELU from primitives 7.7 against 10.6 ms over 2^24 floats); on
+ *   AVX-512 (Zen 5) four beat two: GELU from primitives 0.44 against 0.48
+ *   ns, the sigmoid chain 0.34 against 0.36 (0.36 against 0.40 over 2^23
+ *   floats, from memory).
  * - a group that rounds to a 16-bit dtype (NK_JIT_BLOCK_ROUNDING) adds ~5
  *   dependent integer operations per rounding member to each vector's
  *   chain, and more vectors per block hide them.  The bfloat16 sigmoid
@@ -51,8 +51,8 @@
  *   values must still fit in the registers).  There, the sigmoid is half of
  *   the time and the six roundings a third.
  * NK_JIT_LANES_LOOP runs a statement per vector of the block (u), unrolled
- * so that the block lives in registers; NK_JIT_AT is that vector's first
- * element. */
+ * up to the larger block so that the block lives in registers; NK_JIT_AT
+ * is that vector's first element. */
 #if NK_JIT_AVX512
 #define NK_JIT_BLOCK 4
 #define NK_JIT_BLOCK_ROUNDING 8
@@ -61,7 +61,8 @@
 #define NK_JIT_BLOCK_ROUNDING 4
 #endif
 #define NK_JIT_PRAGMA(x) _Pragma(#x)
-#define NK_JIT_LANES_LOOP NK_JIT_PRAGMA(GCC unroll 8) for (int u = 0; u < NK_U; u++)
+#define NK_JIT_UNROLL(n) NK_JIT_PRAGMA(GCC unroll n) /* n expanded first */
+#define NK_JIT_LANES_LOOP NK_JIT_UNROLL(NK_JIT_BLOCK_ROUNDING) for (int u = 0; u < NK_U; u++)
 #define NK_JIT_AT (i + (int64_t)u * NK_JIT_LANES)
 #define NK_JIT_INLINE static inline __attribute__((always_inline))
 
